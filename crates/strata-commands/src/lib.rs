@@ -1,0 +1,1 @@
+//! The command table and handlers.

@@ -1,0 +1,1 @@
+//! The strata server: sockets, connections, configuration.

@@ -1,1 +1,27 @@
-//! The data model.
+//! strata's data model: a sharded keyspace of Redis values.
+//!
+//! The keyspace holds every logical database's entries, split into shards by key hash,
+//! each shard behind its own lock. It does no I/O and reads no clock: callers pass the
+//! current time (`now_ms`, Unix milliseconds) to every operation that may expire keys,
+//! so behaviour is deterministic under test.
+//!
+//! - [`dict`]: the incremental-rehash hash table with SCAN cursors.
+//! - [`db`]: one database of one shard; lazy and active expiry.
+//! - [`keyspace`]: the shards and their locks.
+//! - [`value`]: values and their Redis encodings.
+//! - [`glob`]: Redis's pattern matching.
+
+pub mod compact;
+pub mod db;
+pub mod dict;
+pub mod glob;
+pub mod keyspace;
+pub mod value;
+
+pub use compact::CompactBytes;
+pub use db::{Db, Detached, Entry, Ttl};
+pub use keyspace::{Keyspace, Shard, ShardStats};
+pub use value::{Str, Value, ValueType};
+
+/// The in-memory hasher: fast, seeded at random per process, never persisted.
+pub type KeyHasher = foldhash::fast::RandomState;

@@ -1,0 +1,492 @@
+//! One logical database (`SELECT n`) within one shard: entries by key, plus an index of
+//! expiry times.
+//!
+//! # Expiry
+//!
+//! Redis samples random keys with a TTL to find expired ones. Here every key with a TTL
+//! is also listed, by expiry time, in an ordered index of `(expire_at, key hash)`, so
+//! the active expiry cycle removes exactly the keys that are due, oldest first, with no
+//! wasted samples: expired keys cannot pile up however few of the keys have a TTL.
+//! Lookups still expire lazily, so no command ever sees an expired key.
+//!
+//! # Invariants
+//!
+//! - An entry's `expire_at` is non-zero exactly when the index lists `(expire_at, hash)`
+//!   for it; all changes of `expire_at` go through this module.
+//! - A method that finds an expired entry removes it and counts it in `expired`.
+
+use std::collections::BTreeMap;
+
+use crate::KeyHasher;
+use crate::compact::CompactBytes;
+use crate::dict::{Dict, DictEntry, Pos};
+use crate::value::Value;
+
+/// A key and what it holds.
+#[derive(Debug)]
+pub struct Entry {
+    key: CompactBytes,
+    pub value: Value,
+    /// Absolute expiry in Unix milliseconds; 0 when the key has no TTL.
+    expire_at: u64,
+    /// Last access, in seconds of the keyspace clock (for OBJECT IDLETIME and LRU).
+    lru: u32,
+}
+
+impl DictEntry for Entry {
+    #[inline]
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+}
+
+impl Entry {
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The absolute expiry in Unix milliseconds, if the key has a TTL.
+    pub fn expire_at(&self) -> Option<u64> {
+        (self.expire_at != 0).then_some(self.expire_at)
+    }
+
+    #[inline]
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at != 0 && self.expire_at <= now_ms
+    }
+
+    /// Records an access at `now_ms`.
+    #[inline]
+    pub fn touch(&mut self, now_ms: u64) {
+        self.lru = lru_clock(now_ms);
+    }
+
+    /// Seconds since the last access.
+    pub fn idle_seconds(&self, now_ms: u64) -> u64 {
+        lru_clock(now_ms).saturating_sub(self.lru) as u64
+    }
+
+    /// Bytes this entry holds: the entry itself, its key and its value.
+    pub fn memory_usage(&self) -> usize {
+        std::mem::size_of::<Entry>() + self.key.heap_size() + self.value.heap_size()
+    }
+}
+
+#[inline]
+fn lru_clock(now_ms: u64) -> u32 {
+    (now_ms / 1000) as u32
+}
+
+/// What happens to a key's TTL when its value is replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ttl {
+    /// No TTL (a plain SET).
+    Persist,
+    /// Keep the current TTL (SET KEEPTTL, and in-place updates such as APPEND).
+    Keep,
+    /// Expire at this absolute Unix time in milliseconds.
+    At(u64),
+}
+
+/// One database of one shard.
+pub struct Db {
+    dict: Dict<Box<Entry>, KeyHasher>,
+    /// `(expire_at, hash)` → number of keys with that pair (hash collisions aside, 1).
+    expires: BTreeMap<(u64, u64), u32>,
+    expires_len: usize,
+    /// Keys removed because they expired, lazily or actively.
+    pub expired: u64,
+}
+
+impl Db {
+    pub fn new(hasher: KeyHasher) -> Db {
+        Db {
+            dict: Dict::with_hasher(hasher),
+            expires: BTreeMap::new(),
+            expires_len: 0,
+            expired: 0,
+        }
+    }
+
+    #[inline]
+    pub fn hash(&self, key: &[u8]) -> u64 {
+        self.dict.hash(key)
+    }
+
+    /// Number of keys, including expired ones not yet removed.
+    pub fn len(&self) -> usize {
+        self.dict.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dict.is_empty()
+    }
+
+    /// Number of keys with a TTL.
+    pub fn expires_len(&self) -> usize {
+        self.expires_len
+    }
+
+    /// Bytes held by the table's slot arrays.
+    pub fn table_bytes(&self) -> usize {
+        self.dict.allocated_bytes()
+    }
+
+    fn index_add(&mut self, when: u64, hash: u64) {
+        if when != 0 {
+            *self.expires.entry((when, hash)).or_insert(0) += 1;
+            self.expires_len += 1;
+        }
+    }
+
+    fn index_remove(&mut self, when: u64, hash: u64) {
+        if when == 0 {
+            return;
+        }
+        if let Some(n) = self.expires.get_mut(&(when, hash)) {
+            *n -= 1;
+            if *n == 0 {
+                self.expires.remove(&(when, hash));
+            }
+            self.expires_len -= 1;
+        }
+    }
+
+    /// Finds a live entry, removing it first if it has expired.
+    #[inline]
+    fn find_live(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Pos> {
+        let pos = self.dict.find(hash, key)?;
+        let entry = self.dict.at(pos);
+        if entry.is_expired(now_ms) {
+            let when = entry.expire_at;
+            self.dict.remove_at(pos);
+            self.index_remove(when, hash);
+            self.expired += 1;
+            return None;
+        }
+        Some(pos)
+    }
+
+    /// The live entry for `key`, if any (an expired one is removed).
+    #[inline]
+    pub fn get(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        let pos = self.find_live(hash, key, now_ms)?;
+        Some(self.dict.at_mut(pos))
+    }
+
+    /// The live entry for `key` without removing an expired one.
+    pub fn peek(&self, hash: u64, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        self.dict
+            .get(hash, key)
+            .map(|e| &**e)
+            .filter(|e| !e.is_expired(now_ms))
+    }
+
+    pub fn contains(&mut self, hash: u64, key: &[u8], now_ms: u64) -> bool {
+        self.find_live(hash, key, now_ms).is_some()
+    }
+
+    /// Stores `value` under `key`; returns the live value it replaced.
+    pub fn set(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        value: Value,
+        ttl: Ttl,
+        now_ms: u64,
+    ) -> Option<Value> {
+        match self.find_live(hash, key, now_ms) {
+            Some(pos) => {
+                let entry = self.dict.at_mut(pos);
+                let old_when = entry.expire_at;
+                let new_when = match ttl {
+                    Ttl::Persist => 0,
+                    Ttl::Keep => old_when,
+                    Ttl::At(t) => t,
+                };
+                entry.expire_at = new_when;
+                entry.touch(now_ms);
+                let old = std::mem::replace(&mut entry.value, value);
+                if old_when != new_when {
+                    self.index_remove(old_when, hash);
+                    self.index_add(new_when, hash);
+                }
+                Some(old)
+            }
+            None => {
+                let when = match ttl {
+                    Ttl::At(t) => t,
+                    Ttl::Persist | Ttl::Keep => 0,
+                };
+                let entry = Entry {
+                    key: CompactBytes::new(key),
+                    value,
+                    expire_at: when,
+                    lru: lru_clock(now_ms),
+                };
+                self.dict.insert(hash, Box::new(entry));
+                self.index_add(when, hash);
+                None
+            }
+        }
+    }
+
+    /// Inserts an entry for an absent key, or returns the live one; the flag says
+    /// whether `make` was called.
+    pub fn get_or_insert_with(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        now_ms: u64,
+        make: impl FnOnce() -> Value,
+    ) -> (&mut Entry, bool) {
+        if let Some(pos) = self.find_live(hash, key, now_ms) {
+            return (self.dict.at_mut(pos), false);
+        }
+        let entry = Entry {
+            key: CompactBytes::new(key),
+            value: make(),
+            expire_at: 0,
+            lru: lru_clock(now_ms),
+        };
+        let (e, _) = self.dict.get_or_insert_with(hash, key, || Box::new(entry));
+        (e, true)
+    }
+
+    /// Removes `key`, returning its value if it was live.
+    pub fn remove(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Value> {
+        let pos = self.find_live(hash, key, now_ms)?;
+        let entry = self.dict.remove_at(pos);
+        self.index_remove(entry.expire_at, hash);
+        Some(entry.value)
+    }
+
+    /// Removes `key` and returns the whole entry (key, value and TTL), if live.
+    pub fn take(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Box<Entry>> {
+        let pos = self.find_live(hash, key, now_ms)?;
+        let entry = self.dict.remove_at(pos);
+        self.index_remove(entry.expire_at, hash);
+        Some(entry)
+    }
+
+    /// Inserts a whole entry taken from elsewhere (RENAME, MOVE, SWAPDB...), replacing
+    /// any live entry with the same key; its TTL is kept unless `ttl` says otherwise.
+    pub fn put_entry(
+        &mut self,
+        hash: u64,
+        mut entry: Box<Entry>,
+        ttl: Ttl,
+        now_ms: u64,
+    ) -> Option<Value> {
+        let when = match ttl {
+            Ttl::Keep => entry.expire_at,
+            Ttl::Persist => 0,
+            Ttl::At(t) => t,
+        };
+        let old = self.take(hash, &entry.key, now_ms).map(|e| e.value);
+        entry.expire_at = when;
+        self.index_add(when, hash);
+        self.dict.insert(hash, entry);
+        old
+    }
+
+    /// Sets (or with 0, clears) the TTL of a live key; false if the key is absent.
+    pub fn set_expire(&mut self, hash: u64, key: &[u8], when: u64, now_ms: u64) -> bool {
+        let Some(pos) = self.find_live(hash, key, now_ms) else {
+            return false;
+        };
+        let entry = self.dict.at_mut(pos);
+        let old = std::mem::replace(&mut entry.expire_at, when);
+        if old != when {
+            self.index_remove(old, hash);
+            self.index_add(when, hash);
+        }
+        true
+    }
+
+    /// Removes up to `budget` keys whose time has come; returns how many were removed
+    /// and whether more are due.
+    pub fn expire_cycle(&mut self, now_ms: u64, budget: usize) -> (usize, bool) {
+        let mut removed = 0;
+        while removed < budget {
+            let Some((&(when, hash), _)) = self.expires.first_key_value() else {
+                return (removed, false);
+            };
+            if when > now_ms {
+                return (removed, false);
+            }
+            let gone = self.dict.remove_hash_where(hash, |e| e.expire_at == when);
+            self.index_remove(when, hash);
+            if gone.is_some() {
+                removed += 1;
+                self.expired += 1;
+            }
+        }
+        let more = self
+            .expires
+            .first_key_value()
+            .is_some_and(|(&(w, _), _)| w <= now_ms);
+        (removed, more)
+    }
+
+    /// The earliest expiry time in this database.
+    pub fn next_expiry(&self) -> Option<u64> {
+        self.expires.first_key_value().map(|(&(w, _), _)| w)
+    }
+
+    /// One SCAN step over live entries (see [`Dict::scan`]).
+    pub fn scan(&self, cursor: u64, now_ms: u64, mut f: impl FnMut(&Entry)) -> u64 {
+        self.dict.scan(cursor, |e| {
+            if !e.is_expired(now_ms) {
+                f(e)
+            }
+        })
+    }
+
+    /// Every live entry, in table order.
+    pub fn iter(&self, now_ms: u64) -> impl Iterator<Item = &Entry> {
+        self.dict
+            .iter()
+            .map(|e| &**e)
+            .filter(move |e| !e.is_expired(now_ms))
+    }
+
+    /// A random live key, removing expired keys it runs into. Gives up after a number
+    /// of expired picks, as Redis does when most keys are volatile.
+    pub fn random_key(&mut self, now_ms: u64, mut rng: impl FnMut() -> u64) -> Option<Vec<u8>> {
+        for _ in 0..100 {
+            let (key, expired) = {
+                let e = self.dict.random(rng())?;
+                (e.key.to_vec(), e.is_expired(now_ms))
+            };
+            if !expired {
+                return Some(key);
+            }
+            let hash = self.hash(&key);
+            self.find_live(hash, &key, now_ms);
+        }
+        None
+    }
+
+    /// Advances an incremental resize, if any; returns whether one is in progress.
+    pub fn rehash_some(&mut self, max_slots: usize) -> bool {
+        self.dict.rehash_some(max_slots)
+    }
+
+    /// Empties the database, returning its contents so the caller can free them
+    /// off the hot path.
+    pub fn clear(&mut self) -> Detached {
+        self.expires.clear();
+        self.expires_len = 0;
+        Detached(self.dict.take())
+    }
+
+    /// Swaps the contents (not the statistics) of two databases.
+    pub fn swap_contents(&mut self, other: &mut Db) {
+        std::mem::swap(&mut self.dict, &mut other.dict);
+        std::mem::swap(&mut self.expires, &mut other.expires);
+        std::mem::swap(&mut self.expires_len, &mut other.expires_len);
+    }
+}
+
+/// The contents of a cleared database, to be dropped wherever convenient.
+pub struct Detached(#[allow(dead_code)] Dict<Box<Entry>, KeyHasher>);
+
+impl Detached {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Db {
+        Db::new(KeyHasher::default())
+    }
+
+    fn set(db: &mut Db, k: &str, v: &str, ttl: Ttl, now: u64) -> Option<Value> {
+        let h = db.hash(k.as_bytes());
+        db.set(h, k.as_bytes(), Value::string(v.as_bytes()), ttl, now)
+    }
+
+    fn get(db: &mut Db, k: &str, now: u64) -> Option<Vec<u8>> {
+        let h = db.hash(k.as_bytes());
+        db.get(h, k.as_bytes(), now).map(|e| match &e.value {
+            Value::Str(s) => s.to_vec(),
+        })
+    }
+
+    #[test]
+    fn lazy_expiry() {
+        let mut d = db();
+        set(&mut d, "a", "1", Ttl::At(1000), 0);
+        set(&mut d, "b", "2", Ttl::Persist, 0);
+        assert_eq!(d.expires_len(), 1);
+        assert_eq!(get(&mut d, "a", 999), Some(b"1".to_vec()));
+        assert_eq!(get(&mut d, "a", 1000), None);
+        assert_eq!(d.expired, 1);
+        assert_eq!(d.expires_len(), 0);
+        assert_eq!(d.len(), 1);
+    }
+
+    #[test]
+    fn active_expiry_removes_due_keys_in_order() {
+        let mut d = db();
+        for i in 0..100u64 {
+            set(&mut d, &format!("k{i}"), "v", Ttl::At(1000 + i), 0);
+        }
+        for i in 0..100u64 {
+            set(&mut d, &format!("p{i}"), "v", Ttl::Persist, 0);
+        }
+        let (n, more) = d.expire_cycle(1049, 10);
+        assert_eq!((n, more), (10, true));
+        let (n, more) = d.expire_cycle(1049, 1000);
+        assert_eq!((n, more), (40, false));
+        assert_eq!(d.len(), 150);
+        assert_eq!(d.expires_len(), 50);
+        assert_eq!(d.next_expiry(), Some(1050));
+    }
+
+    #[test]
+    fn ttl_updates_keep_the_index_exact() {
+        let mut d = db();
+        set(&mut d, "k", "v", Ttl::At(500), 0);
+        set(&mut d, "k", "v2", Ttl::Keep, 0);
+        assert_eq!(d.expires_len(), 1);
+        set(&mut d, "k", "v3", Ttl::At(700), 0);
+        assert_eq!(d.expires_len(), 1);
+        assert_eq!(d.expire_cycle(600, 10), (0, false));
+        set(&mut d, "k", "v4", Ttl::Persist, 0);
+        assert_eq!(d.expires_len(), 0);
+        assert_eq!(d.expire_cycle(10_000, 10), (0, false));
+        assert_eq!(get(&mut d, "k", 10_000), Some(b"v4".to_vec()));
+        let h = d.hash(b"k");
+        assert!(d.set_expire(h, b"k", 20_000, 10_000));
+        assert!(d.remove(h, b"k", 10_000).is_some());
+        assert_eq!(d.expires_len(), 0);
+        assert!(d.expires.is_empty());
+    }
+
+    #[test]
+    fn random_key_skips_expired() {
+        let mut d = db();
+        for i in 0..50 {
+            set(&mut d, &format!("e{i}"), "v", Ttl::At(10), 0);
+        }
+        set(&mut d, "live", "v", Ttl::Persist, 0);
+        let mut x = 1u64;
+        let mut rng = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x
+        };
+        assert_eq!(d.random_key(100, &mut rng), Some(b"live".to_vec()));
+    }
+}

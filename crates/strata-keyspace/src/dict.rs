@@ -1,0 +1,882 @@
+//! The keyspace's hash table: open addressing that grows and shrinks incrementally and
+//! supports Redis-style reverse-binary SCAN cursors.
+//!
+//! # Concept
+//!
+//! Slots live in a power-of-two array next to a parallel array of control bytes: `EMPTY`,
+//! `DELETED` (only in a table being drained) or `FULL` with seven bits of the key's hash,
+//! so most mismatches are rejected without touching the entry. Collisions are resolved
+//! by linear probing; deletion shifts the following entries back (no tombstones in the
+//! live table), so probe sequences stay short.
+//!
+//! Resizing never stops the world: a new table is allocated and the old one is drained a
+//! few slots per write (and by [`Dict::rehash_some`] from the background tick), as Redis
+//! does with its two hash tables. While draining, a key lives in exactly one of the two
+//! tables; new keys always go to the new one.
+//!
+//! # Invariants
+//!
+//! - Between a key's home slot (`hash & mask`) and its actual slot there is no `EMPTY`
+//!   control byte. SCAN relies on this: visiting home bucket `b` walks the run starting
+//!   at `b` and yields the entries whose home is `b`.
+//! - A key is present at most once across both tables.
+//! - Only the draining table holds `DELETED` bytes; it never receives inserts.
+
+use std::hash::BuildHasher;
+
+const EMPTY: u8 = 0;
+const DELETED: u8 = 1;
+const MIN_CAPACITY: usize = 8;
+/// Slots migrated from the draining table per write.
+const MIGRATE_PER_WRITE: usize = 16;
+/// Tables up to this capacity are resized in one go: it costs less than bookkeeping.
+const SYNC_RESIZE_LIMIT: usize = 256;
+
+/// An entry stored in a [`Dict`]: anything with a byte-string key.
+pub trait DictEntry {
+    fn key(&self) -> &[u8];
+}
+
+impl<T: DictEntry + ?Sized> DictEntry for Box<T> {
+    fn key(&self) -> &[u8] {
+        (**self).key()
+    }
+}
+
+#[inline]
+fn tag(hash: u64) -> u8 {
+    // Bits 32..39: the shard index uses the top bits and the home slot the low ones.
+    0x80 | ((hash >> 32) as u8 & 0x7f)
+}
+
+struct Table<E> {
+    ctrl: Box<[u8]>,
+    slots: Box<[Option<E>]>,
+    items: usize,
+}
+
+impl<E: DictEntry> Table<E> {
+    fn empty() -> Self {
+        Table {
+            ctrl: Box::new([]),
+            slots: Box::new([]),
+            items: 0,
+        }
+    }
+
+    fn with_capacity(capacity: usize) -> Self {
+        debug_assert!(capacity.is_power_of_two());
+        Table {
+            ctrl: vec![EMPTY; capacity].into_boxed_slice(),
+            slots: std::iter::repeat_with(|| None).take(capacity).collect(),
+            items: 0,
+        }
+    }
+
+    #[inline]
+    fn capacity(&self) -> usize {
+        self.ctrl.len()
+    }
+
+    #[inline]
+    fn mask(&self) -> usize {
+        self.ctrl.len().wrapping_sub(1)
+    }
+
+    /// Whether one more item would exceed the maximum load factor (3/4).
+    #[inline]
+    fn is_full_for(&self, extra: usize) -> bool {
+        (self.items + extra) * 4 > self.capacity() * 3
+    }
+
+    fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        if self.items == 0 {
+            return None;
+        }
+        let mask = self.mask();
+        let t = tag(hash);
+        let mut i = hash as usize & mask;
+        loop {
+            let c = self.ctrl[i];
+            if c == EMPTY {
+                return None;
+            }
+            if c == t
+                && let Some(e) = &self.slots[i]
+                && e.key() == key
+            {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Places an entry whose key is known to be absent. The table must have room.
+    fn insert_new(&mut self, hash: u64, entry: E) -> usize {
+        let mask = self.mask();
+        let mut i = hash as usize & mask;
+        while self.ctrl[i] >= 0x80 {
+            i = (i + 1) & mask;
+        }
+        debug_assert_eq!(self.ctrl[i], EMPTY, "inserts never go to a draining table");
+        self.ctrl[i] = tag(hash);
+        self.slots[i] = Some(entry);
+        self.items += 1;
+        i
+    }
+
+    /// Removes the entry at `i` from a live table, shifting the rest of its run back.
+    fn remove_shift<S: BuildHasher>(&mut self, i: usize, hasher: &S) -> Option<E> {
+        let removed = self.slots[i].take();
+        let mask = self.mask();
+        let mut hole = i;
+        let mut next = (i + 1) & mask;
+        loop {
+            if self.ctrl[next] == EMPTY {
+                break;
+            }
+            let home = match &self.slots[next] {
+                Some(e) => hasher.hash_one(e.key()) as usize & mask,
+                None => break,
+            };
+            // The entry at `next` may move to `hole` unless its home lies cyclically in
+            // (hole, next].
+            let dist_next = next.wrapping_sub(home) & mask;
+            let dist_hole = next.wrapping_sub(hole) & mask;
+            if dist_next >= dist_hole {
+                self.ctrl[hole] = self.ctrl[next];
+                self.slots[hole] = self.slots[next].take();
+                hole = next;
+            }
+            next = (next + 1) & mask;
+        }
+        self.ctrl[hole] = EMPTY;
+        self.items -= 1;
+        removed
+    }
+
+    /// Removes the entry at `i` from a draining table, leaving a tombstone.
+    fn remove_tombstone(&mut self, i: usize) -> Option<E> {
+        self.ctrl[i] = DELETED;
+        self.items -= 1;
+        self.slots[i].take()
+    }
+
+    /// Calls `f` for every entry whose home is bucket `b`.
+    fn scan_bucket<S: BuildHasher>(&self, b: usize, hasher: &S, f: &mut impl FnMut(&E)) {
+        if self.items == 0 {
+            return;
+        }
+        let mask = self.mask();
+        let mut i = b & mask;
+        for _ in 0..self.capacity() {
+            if self.ctrl[i] == EMPTY {
+                return;
+            }
+            if let Some(e) = &self.slots[i]
+                && hasher.hash_one(e.key()) as usize & mask == b & mask
+            {
+                f(e);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn allocated_bytes(&self) -> usize {
+        self.capacity() * (1 + std::mem::size_of::<Option<E>>())
+    }
+}
+
+/// The location of an entry, from [`Dict::find`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pos {
+    old: bool,
+    index: usize,
+}
+
+/// A hash table from byte-string keys to entries (see the module docs).
+pub struct Dict<E, S> {
+    main: Table<E>,
+    /// The table being drained into `main`, if a resize is in progress.
+    old: Option<Table<E>>,
+    /// Slots of `old` already migrated.
+    migrated: usize,
+    hasher: S,
+}
+
+impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
+    pub fn with_hasher(hasher: S) -> Self {
+        Dict {
+            main: Table::empty(),
+            old: None,
+            migrated: 0,
+            hasher,
+        }
+    }
+
+    pub fn hasher(&self) -> &S {
+        &self.hasher
+    }
+
+    /// The hash a caller passes to the lookup methods.
+    #[inline]
+    pub fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.main.items + self.old.as_ref().map_or(0, |t| t.items)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn is_rehashing(&self) -> bool {
+        self.old.is_some()
+    }
+
+    /// Bytes held by the slot arrays (not by the entries' own allocations).
+    pub fn allocated_bytes(&self) -> usize {
+        self.main.allocated_bytes() + self.old.as_ref().map_or(0, Table::allocated_bytes)
+    }
+
+    /// Where `key` is stored, for a later [`Dict::at_mut`] or [`Dict::remove_at`]
+    /// (valid until the dict is next modified).
+    #[inline]
+    pub fn find(&self, hash: u64, key: &[u8]) -> Option<Pos> {
+        if let Some(i) = self.main.find(hash, key) {
+            return Some(Pos {
+                old: false,
+                index: i,
+            });
+        }
+        let i = self.old.as_ref()?.find(hash, key)?;
+        Some(Pos {
+            old: true,
+            index: i,
+        })
+    }
+
+    #[inline]
+    pub fn at(&self, pos: Pos) -> &E {
+        let table = if pos.old {
+            self.old.as_ref().expect("pos in old table")
+        } else {
+            &self.main
+        };
+        table.slots[pos.index]
+            .as_ref()
+            .expect("pos names a full slot")
+    }
+
+    #[inline]
+    pub fn at_mut(&mut self, pos: Pos) -> &mut E {
+        let table = if pos.old {
+            self.old.as_mut().expect("pos in old table")
+        } else {
+            &mut self.main
+        };
+        table.slots[pos.index]
+            .as_mut()
+            .expect("pos names a full slot")
+    }
+
+    pub fn remove_at(&mut self, pos: Pos) -> E {
+        let removed = if pos.old {
+            self.old
+                .as_mut()
+                .and_then(|t| t.remove_tombstone(pos.index))
+        } else {
+            self.main.remove_shift(pos.index, &self.hasher)
+        };
+        let removed = removed.expect("pos names a full slot");
+        self.migrate_step();
+        self.maybe_shrink();
+        removed
+    }
+
+    pub fn get(&self, hash: u64, key: &[u8]) -> Option<&E> {
+        if let Some(i) = self.main.find(hash, key) {
+            return self.main.slots[i].as_ref();
+        }
+        let old = self.old.as_ref()?;
+        let i = old.find(hash, key)?;
+        old.slots[i].as_ref()
+    }
+
+    pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut E> {
+        if let Some(i) = self.main.find(hash, key) {
+            return self.main.slots[i].as_mut();
+        }
+        let old = self.old.as_mut()?;
+        let i = old.find(hash, key)?;
+        old.slots[i].as_mut()
+    }
+
+    pub fn contains(&self, hash: u64, key: &[u8]) -> bool {
+        self.get(hash, key).is_some()
+    }
+
+    /// Inserts `entry`, returning the entry it replaced, if any.
+    pub fn insert(&mut self, hash: u64, entry: E) -> Option<E> {
+        self.migrate_step();
+        if let Some(i) = self.main.find(hash, entry.key()) {
+            return self.main.slots[i].replace(entry);
+        }
+        let replaced = self.remove_from_old(hash, entry.key());
+        self.reserve_one();
+        self.main.insert_new(hash, entry);
+        replaced
+    }
+
+    /// Returns the entry for `key`, inserting `make()` first if it is absent; the flag
+    /// says whether it was inserted.
+    pub fn get_or_insert_with(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        make: impl FnOnce() -> E,
+    ) -> (&mut E, bool) {
+        self.migrate_step();
+        if let Some(i) = self.main.find(hash, key) {
+            return (
+                self.main.slots[i].as_mut().expect("found slot is full"),
+                false,
+            );
+        }
+        let (entry, inserted) = match self.remove_from_old(hash, key) {
+            Some(e) => (e, false),
+            None => (make(), true),
+        };
+        debug_assert!(entry.key() == key);
+        self.reserve_one();
+        let i = self.main.insert_new(hash, entry);
+        (
+            self.main.slots[i].as_mut().expect("inserted slot is full"),
+            inserted,
+        )
+    }
+
+    pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<E> {
+        self.migrate_step();
+        let removed = match self.main.find(hash, key) {
+            Some(i) => self.main.remove_shift(i, &self.hasher),
+            None => self.remove_from_old(hash, key),
+        };
+        if removed.is_some() {
+            self.maybe_shrink();
+        }
+        removed
+    }
+
+    /// Removes the first entry with this hash that satisfies `pred`.
+    pub fn remove_hash_where(&mut self, hash: u64, mut pred: impl FnMut(&E) -> bool) -> Option<E> {
+        let key: Option<Vec<u8>> = self
+            .find_hash_where(hash, &mut pred)
+            .map(|e| e.key().to_vec());
+        key.and_then(|k| self.remove(hash, &k))
+    }
+
+    fn find_hash_where(&self, hash: u64, pred: &mut impl FnMut(&E) -> bool) -> Option<&E> {
+        let t = tag(hash);
+        let tables = std::iter::once(&self.main).chain(self.old.as_ref());
+        for table in tables {
+            if table.items == 0 {
+                continue;
+            }
+            let mask = table.mask();
+            let mut i = hash as usize & mask;
+            for _ in 0..table.capacity() {
+                let c = table.ctrl[i];
+                if c == EMPTY {
+                    break;
+                }
+                if c == t
+                    && let Some(e) = &table.slots[i]
+                    && self.hasher.hash_one(e.key()) == hash
+                    && pred(e)
+                {
+                    return Some(e);
+                }
+                i = (i + 1) & mask;
+            }
+        }
+        None
+    }
+
+    fn remove_from_old(&mut self, hash: u64, key: &[u8]) -> Option<E> {
+        let old = self.old.as_mut()?;
+        let i = old.find(hash, key)?;
+        old.remove_tombstone(i)
+    }
+
+    /// Makes sure `main` can take one more entry, starting a resize if needed.
+    fn reserve_one(&mut self) {
+        if !self.main.is_full_for(1) {
+            return;
+        }
+        let capacity = ((self.len() + 1) * 2).next_power_of_two().max(MIN_CAPACITY);
+        if let Some(old) = self.old.take() {
+            // The live table filled up before the previous resize finished (possible
+            // only right after a steep shrink): move everything into one table big
+            // enough for all of it, at once.
+            let main = std::mem::replace(&mut self.main, Table::with_capacity(capacity));
+            let entries = main
+                .slots
+                .into_vec()
+                .into_iter()
+                .chain(old.slots.into_vec());
+            for e in entries.flatten() {
+                let h = self.hasher.hash_one(e.key());
+                self.main.insert_new(h, e);
+            }
+            self.migrated = 0;
+            return;
+        }
+        self.resize(capacity);
+    }
+
+    fn maybe_shrink(&mut self) {
+        let cap = self.main.capacity();
+        if self.old.is_some() || cap <= MIN_CAPACITY || self.main.items * 8 >= cap {
+            return;
+        }
+        let target = (self.main.items * 2).next_power_of_two().max(MIN_CAPACITY);
+        if target < cap {
+            self.resize(target);
+        }
+    }
+
+    fn resize(&mut self, capacity: usize) {
+        debug_assert!(self.old.is_none());
+        let old = std::mem::replace(&mut self.main, Table::with_capacity(capacity));
+        if old.items == 0 {
+            return;
+        }
+        self.old = Some(old);
+        self.migrated = 0;
+        if capacity <= SYNC_RESIZE_LIMIT {
+            self.migrate_some(usize::MAX);
+        }
+    }
+
+    /// Migrates up to `max_slots` slots of a draining table; returns whether a resize
+    /// is still in progress.
+    pub fn rehash_some(&mut self, max_slots: usize) -> bool {
+        self.migrate_some(max_slots);
+        self.old.is_some()
+    }
+
+    /// The migration work done by one write: proportional to how much bigger the
+    /// draining table is than the live one, so that a drain always ends before the
+    /// live table fills up.
+    fn migrate_step(&mut self) {
+        if let Some(old) = &self.old {
+            let ratio = (old.capacity() / self.main.capacity().max(1)).max(1);
+            self.migrate_some(MIGRATE_PER_WRITE * ratio);
+        }
+    }
+
+    fn migrate_some(&mut self, max_slots: usize) {
+        let Some(old) = self.old.as_mut() else { return };
+        let end = old.capacity().min(self.migrated.saturating_add(max_slots));
+        for i in self.migrated..end {
+            if old.ctrl[i] >= 0x80
+                && let Some(e) = old.slots[i].take()
+            {
+                old.ctrl[i] = DELETED;
+                old.items -= 1;
+                let h = self.hasher.hash_one(e.key());
+                self.main.insert_new(h, e);
+            }
+        }
+        self.migrated = end;
+        if end == old.capacity() || old.items == 0 {
+            self.old = None;
+            self.migrated = 0;
+        }
+    }
+
+    /// Removes every entry, returning them as a dict that the caller may drop elsewhere
+    /// (freeing a big table off the hot path).
+    pub fn take(&mut self) -> Dict<E, S>
+    where
+        S: Clone,
+    {
+        std::mem::replace(self, Dict::with_hasher(self.hasher.clone()))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &E> {
+        let old = self.old.iter().flat_map(|t| t.slots.iter());
+        self.main.slots.iter().chain(old).filter_map(Option::as_ref)
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut E> {
+        let old = self.old.iter_mut().flat_map(|t| t.slots.iter_mut());
+        self.main
+            .slots
+            .iter_mut()
+            .chain(old)
+            .filter_map(Option::as_mut)
+    }
+
+    /// An entry chosen at random, given a random number `r`; entries that follow a long
+    /// run of empty slots are more likely, as with Redis's sampling.
+    pub fn random(&self, r: u64) -> Option<&E> {
+        let total = self.len();
+        if total == 0 {
+            return None;
+        }
+        let table = match &self.old {
+            Some(old) if (r >> 32) as usize % total < old.items => old,
+            _ if self.main.items > 0 => &self.main,
+            Some(old) => old,
+            None => return None,
+        };
+        let mask = table.mask();
+        let start = r as usize & mask;
+        (0..table.capacity())
+            .map(|k| (start + k) & mask)
+            .find_map(|i| {
+                if table.ctrl[i] >= 0x80 {
+                    table.slots[i].as_ref()
+                } else {
+                    None
+                }
+            })
+    }
+
+    /// One step of a SCAN: calls `f` for the entries of the bucket(s) that `cursor`
+    /// names and returns the next cursor (0 when the iteration is complete).
+    ///
+    /// An entry present from the first call to the last is seen at least once, however
+    /// the table grows or shrinks in between; entries may be seen more than once.
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&E)) -> u64 {
+        if self.is_empty() {
+            return 0;
+        }
+        let mut v = cursor;
+        match &self.old {
+            None => {
+                let m0 = self.main.mask() as u64;
+                self.main.scan_bucket(v as usize, &self.hasher, &mut f);
+                v = next_cursor(v, m0);
+            }
+            Some(old) => {
+                let (small, large) = if old.capacity() <= self.main.capacity() {
+                    (old, &self.main)
+                } else {
+                    (&self.main, old)
+                };
+                let m0 = small.mask() as u64;
+                let m1 = large.mask() as u64;
+                small.scan_bucket((v & m0) as usize, &self.hasher, &mut f);
+                loop {
+                    large.scan_bucket((v & m1) as usize, &self.hasher, &mut f);
+                    v = next_cursor(v, m1);
+                    if v & (m0 ^ m1) == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        v
+    }
+}
+
+/// Increments the reversed bits of `v` above `mask`'s width, as Redis's dictScan does.
+#[inline]
+fn next_cursor(v: u64, mask: u64) -> u64 {
+    let v = v | !mask;
+    let v = v.reverse_bits().wrapping_add(1);
+    v.reverse_bits()
+}
+
+impl<E: DictEntry, S: BuildHasher + Default> Default for Dict<E, S> {
+    fn default() -> Self {
+        Dict::with_hasher(S::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{HashMap, HashSet};
+    use std::hash::BuildHasherDefault;
+
+    #[derive(Debug, Clone, PartialEq)]
+    struct E(Vec<u8>, u32);
+    impl DictEntry for E {
+        fn key(&self) -> &[u8] {
+            &self.0
+        }
+    }
+
+    type H = foldhash::fast::RandomState;
+
+    fn dict() -> Dict<E, H> {
+        Dict::with_hasher(H::default())
+    }
+
+    fn put(d: &mut Dict<E, H>, k: &[u8], v: u32) -> Option<E> {
+        let h = d.hash(k);
+        d.insert(h, E(k.to_vec(), v))
+    }
+
+    fn check_invariants(d: &Dict<E, H>) {
+        for table in std::iter::once(&d.main).chain(d.old.as_ref()) {
+            let mut n = 0;
+            for i in 0..table.capacity() {
+                if table.ctrl[i] < 0x80 {
+                    assert!(table.slots[i].is_none());
+                    continue;
+                }
+                n += 1;
+                let e = table.slots[i].as_ref().expect("full slot");
+                let h = d.hash(e.key());
+                assert_eq!(table.ctrl[i], tag(h));
+                // No EMPTY between home and position.
+                let mut j = h as usize & table.mask();
+                while j != i {
+                    assert_ne!(table.ctrl[j], EMPTY, "gap in probe run");
+                    j = (j + 1) & table.mask();
+                }
+            }
+            assert_eq!(n, table.items);
+        }
+    }
+
+    #[test]
+    fn insert_get_remove() {
+        let mut d = dict();
+        for i in 0..10_000u32 {
+            assert!(put(&mut d, format!("k{i}").as_bytes(), i).is_none());
+        }
+        assert_eq!(d.len(), 10_000);
+        for i in 0..10_000u32 {
+            let k = format!("k{i}");
+            assert_eq!(
+                d.get(d.hash(k.as_bytes()), k.as_bytes()).map(|e| e.1),
+                Some(i)
+            );
+        }
+        check_invariants(&d);
+        for i in 0..10_000u32 {
+            let k = format!("k{i}");
+            let h = d.hash(k.as_bytes());
+            assert_eq!(d.remove(h, k.as_bytes()).map(|e| e.1), Some(i));
+        }
+        assert!(d.is_empty());
+        while d.rehash_some(1000) {}
+        assert!(d.main.capacity() <= MIN_CAPACITY);
+    }
+
+    #[test]
+    fn scan_sees_every_key_while_growing() {
+        let mut d = dict();
+        for i in 0..1000u32 {
+            put(&mut d, format!("base{i}").as_bytes(), i);
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut extra = 0u32;
+        loop {
+            cursor = d.scan(cursor, |e| {
+                seen.insert(e.0.clone());
+            });
+            // Grow the table a lot between steps.
+            for _ in 0..200 {
+                if extra < 60_000 {
+                    put(&mut d, format!("new{extra}").as_bytes(), extra);
+                    extra += 1;
+                }
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..1000u32 {
+            assert!(
+                seen.contains(format!("base{i}").as_bytes()),
+                "missed base{i}"
+            );
+        }
+    }
+
+    #[test]
+    fn scan_sees_every_key_while_shrinking() {
+        let mut d = dict();
+        for i in 0..20_000u32 {
+            put(&mut d, format!("k{i}").as_bytes(), i);
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut next_del = 100u32;
+        loop {
+            cursor = d.scan(cursor, |e| {
+                seen.insert(e.0.clone());
+            });
+            // Delete keys k100.. (never the first hundred) to force shrinking.
+            for _ in 0..300 {
+                if next_del < 20_000 {
+                    let k = format!("k{next_del}");
+                    let h = d.hash(k.as_bytes());
+                    d.remove(h, k.as_bytes());
+                    next_del += 1;
+                }
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..100u32 {
+            assert!(seen.contains(format!("k{i}").as_bytes()), "missed k{i}");
+        }
+    }
+
+    #[test]
+    fn steep_shrink_then_inserts_keep_everything() {
+        let mut d = dict();
+        for i in 0..100_000u32 {
+            put(&mut d, format!("k{i}").as_bytes(), i);
+        }
+        while d.rehash_some(1 << 20) {}
+        // Delete all but 1000 keys: the table shrinks steeply, draining incrementally.
+        for i in 1000..100_000u32 {
+            let k = format!("k{i}");
+            let h = d.hash(k.as_bytes());
+            assert!(d.remove(h, k.as_bytes()).is_some());
+        }
+        for i in 0..50_000u32 {
+            put(&mut d, format!("n{i}").as_bytes(), i);
+        }
+        check_invariants(&d);
+        assert_eq!(d.len(), 51_000);
+        for i in 0..1000u32 {
+            let k = format!("k{i}");
+            assert!(d.contains(d.hash(k.as_bytes()), k.as_bytes()));
+        }
+    }
+
+    #[test]
+    fn random_finds_entries() {
+        let mut d = dict();
+        assert!(d.random(42).is_none());
+        for i in 0..100u32 {
+            put(&mut d, format!("k{i}").as_bytes(), i);
+        }
+        let mut seen = HashSet::new();
+        for r in 0..2000u64 {
+            let r = r.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            seen.insert(d.random(r).expect("non-empty").1);
+        }
+        assert!(seen.len() > 90, "only {} distinct", seen.len());
+    }
+
+    #[test]
+    fn colliding_hashes_are_handled() {
+        // A constant hasher puts every key in the same home slot.
+        #[derive(Default, Clone)]
+        struct Zero;
+        impl std::hash::Hasher for Zero {
+            fn finish(&self) -> u64 {
+                0
+            }
+            fn write(&mut self, _: &[u8]) {}
+        }
+        let mut d: Dict<E, BuildHasherDefault<Zero>> = Dict::default();
+        for i in 0..300u32 {
+            d.insert(0, E(format!("k{i}").into_bytes(), i));
+        }
+        for i in (0..300u32).step_by(3) {
+            assert!(d.remove(0, format!("k{i}").as_bytes()).is_some());
+        }
+        for i in 0..300u32 {
+            assert_eq!(d.get(0, format!("k{i}").as_bytes()).is_some(), i % 3 != 0);
+        }
+        let mut n = 0;
+        let mut c = 0;
+        loop {
+            c = d.scan(c, |_| n += 1);
+            if c == 0 {
+                break;
+            }
+        }
+        assert_eq!(n, 200);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Put(u16, u32),
+        Remove(u16),
+        Upsert(u16),
+        Rehash(u8),
+        RemoveHash(u16),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..2000u16, any::<u32>()).prop_map(|(k, v)| Op::Put(k, v)),
+            3 => (0..2000u16).prop_map(Op::Remove),
+            1 => (0..2000u16).prop_map(Op::Upsert),
+            1 => any::<u8>().prop_map(Op::Rehash),
+            1 => (0..2000u16).prop_map(Op::RemoveHash),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn model(ops in proptest::collection::vec(op(), 1..1500)) {
+            let mut d = dict();
+            let mut m: HashMap<Vec<u8>, u32> = HashMap::new();
+            for op in ops {
+                match op {
+                    Op::Put(k, v) => {
+                        let k = format!("key:{k}").into_bytes();
+                        let prev = put(&mut d, &k, v).map(|e| e.1);
+                        prop_assert_eq!(prev, m.insert(k, v));
+                    }
+                    Op::Remove(k) => {
+                        let k = format!("key:{k}").into_bytes();
+                        let h = d.hash(&k);
+                        prop_assert_eq!(d.remove(h, &k).map(|e| e.1), m.remove(&k));
+                    }
+                    Op::Upsert(k) => {
+                        let k = format!("key:{k}").into_bytes();
+                        let h = d.hash(&k);
+                        let (e, inserted) = d.get_or_insert_with(h, &k, || E(k.clone(), 0));
+                        e.1 = e.1.wrapping_add(1);
+                        prop_assert_eq!(inserted, !m.contains_key(&k));
+                        let mv = m.entry(k).or_insert(0);
+                        *mv = mv.wrapping_add(1);
+                    }
+                    Op::Rehash(n) => { d.rehash_some(n as usize); }
+                    Op::RemoveHash(k) => {
+                        let k = format!("key:{k}").into_bytes();
+                        let h = d.hash(&k);
+                        let got = d.remove_hash_where(h, |e| e.0 == k).map(|e| e.1);
+                        prop_assert_eq!(got, m.remove(&k));
+                    }
+                }
+                prop_assert_eq!(d.len(), m.len());
+            }
+            check_invariants(&d);
+            for (k, v) in &m {
+                prop_assert_eq!(d.get(d.hash(k), k).map(|e| e.1), Some(*v));
+            }
+            let all: HashMap<Vec<u8>, u32> = d.iter().map(|e| (e.0.clone(), e.1)).collect();
+            prop_assert_eq!(&all, &m);
+            // A full scan returns every key.
+            let mut seen = HashSet::new();
+            let mut c = 0;
+            loop {
+                c = d.scan(c, |e| { seen.insert(e.0.clone()); });
+                if c == 0 { break; }
+            }
+            prop_assert_eq!(seen.len(), m.len());
+        }
+    }
+}

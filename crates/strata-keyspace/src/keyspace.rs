@@ -1,0 +1,182 @@
+//! The sharded keyspace: many shards, each behind its own lock, each holding every
+//! logical database's entries for the keys that hash to it.
+//!
+//! A key's shard depends only on the key (the top bits of its hash), not on the
+//! database, so commands that move a key between databases (MOVE, COPY ... DB) stay
+//! within one shard, and SWAPDB / FLUSHALL take every shard in index order.
+//!
+//! # Invariants
+//!
+//! - Shards are locked in ascending index order whenever more than one is held; no
+//!   lock is held across I/O (there is no I/O here).
+//! - A hash computed with [`Keyspace::hash`] is valid in every shard and database.
+
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::KeyHasher;
+use crate::db::{Db, Detached};
+
+/// Counters kept per shard (under its lock, so no atomics on the hot path).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ShardStats {
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+}
+
+pub struct Shard {
+    dbs: Box<[Db]>,
+    pub stats: ShardStats,
+}
+
+impl Shard {
+    fn new(databases: usize, hasher: &KeyHasher) -> Shard {
+        Shard {
+            dbs: (0..databases).map(|_| Db::new(hasher.clone())).collect(),
+            stats: ShardStats::default(),
+        }
+    }
+
+    #[inline]
+    pub fn db(&mut self, index: usize) -> &mut Db {
+        &mut self.dbs[index]
+    }
+
+    #[inline]
+    pub fn db_ref(&self, index: usize) -> &Db {
+        &self.dbs[index]
+    }
+
+    pub fn dbs(&self) -> &[Db] {
+        &self.dbs
+    }
+
+    pub fn dbs_mut(&mut self) -> &mut [Db] {
+        &mut self.dbs
+    }
+
+    /// Swaps the contents of two databases of this shard.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        if a == b {
+            return;
+        }
+        let (lo, hi) = (a.min(b), a.max(b));
+        let (left, right) = self.dbs.split_at_mut(hi);
+        left[lo].swap_contents(&mut right[0]);
+    }
+
+    /// Empties every database of this shard.
+    pub fn clear_all(&mut self) -> Vec<Detached> {
+        self.dbs
+            .iter_mut()
+            .map(Db::clear)
+            .filter(|d| !d.is_empty())
+            .collect()
+    }
+}
+
+/// Keeps each shard's lock on its own cache lines, away from its neighbours'.
+#[repr(align(128))]
+struct Padded(Mutex<Shard>);
+
+pub struct Keyspace {
+    shards: Box<[Padded]>,
+    /// Right shift taking a hash to its shard index.
+    shift: u32,
+    hasher: KeyHasher,
+    databases: usize,
+}
+
+impl Keyspace {
+    /// A keyspace of `databases` databases over `shards` shards (rounded up to a power
+    /// of two).
+    pub fn new(databases: usize, shards: usize) -> Keyspace {
+        let shards = shards.max(1).next_power_of_two();
+        let hasher = KeyHasher::default();
+        Keyspace {
+            shards: (0..shards)
+                .map(|_| Padded(Mutex::new(Shard::new(databases, &hasher))))
+                .collect(),
+            shift: 64 - shards.trailing_zeros(),
+            hasher,
+            databases,
+        }
+    }
+
+    pub fn databases(&self) -> usize {
+        self.databases
+    }
+
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    #[inline]
+    pub fn hash(&self, key: &[u8]) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(key)
+    }
+
+    #[inline]
+    pub fn shard_of_hash(&self, hash: u64) -> usize {
+        hash.checked_shr(self.shift).unwrap_or(0) as usize
+    }
+
+    #[inline]
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        self.shard_of_hash(self.hash(key))
+    }
+
+    #[inline]
+    pub fn lock(&self, shard: usize) -> MutexGuard<'_, Shard> {
+        self.shards[shard].0.lock()
+    }
+
+    /// Locks every shard, in index order.
+    pub fn lock_all(&self) -> Vec<MutexGuard<'_, Shard>> {
+        self.shards.iter().map(|s| s.0.lock()).collect()
+    }
+
+    /// Number of keys in database `db` (including expired keys not yet removed).
+    pub fn db_len(&self, db: usize) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.0.lock().db_ref(db).len())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Ttl;
+    use crate::value::Value;
+
+    #[test]
+    fn keys_spread_over_shards() {
+        let ks = Keyspace::new(16, 64);
+        let mut counts = vec![0usize; 64];
+        for i in 0..64_000 {
+            counts[ks.shard_of(format!("key:{i}").as_bytes())] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 500), "{counts:?}");
+        let one = Keyspace::new(1, 1);
+        assert_eq!(one.shard_of(b"x"), 0);
+    }
+
+    #[test]
+    fn swap_and_clear() {
+        let ks = Keyspace::new(4, 8);
+        let key = b"k";
+        let h = ks.hash(key);
+        let s = ks.shard_of_hash(h);
+        let mut shard = ks.lock(s);
+        shard
+            .db(1)
+            .set(h, key, Value::string(b"v"), Ttl::Persist, 0);
+        shard.swap_dbs(1, 3);
+        assert!(shard.db(1).is_empty());
+        assert!(shard.db(3).contains(h, key, 0));
+        assert_eq!(shard.clear_all().len(), 1);
+        assert!(shard.db(3).is_empty());
+    }
+}

@@ -1,0 +1,232 @@
+//! Values: what a key holds, with Redis's encodings.
+
+use crate::compact::CompactBytes;
+
+/// Strings longer than this are "raw" even when created whole, as in Redis.
+pub const EMBSTR_LIMIT: usize = 44;
+
+/// A string value in one of Redis's three encodings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Str {
+    /// An integer whose decimal form is the value ("int").
+    Int(i64),
+    /// A string created whole and never modified in place ("embstr").
+    Emb(CompactBytes),
+    /// A string modified in place (APPEND, SETRANGE) or long ("raw").
+    Raw(CompactBytes),
+}
+
+impl Str {
+    /// The value as Redis would store a string created whole: integers in canonical
+    /// form as "int", short strings "embstr", the rest "raw".
+    pub fn new(bytes: &[u8]) -> Str {
+        if let Some(n) = parse_canonical_i64(bytes) {
+            Str::Int(n)
+        } else if bytes.len() <= EMBSTR_LIMIT {
+            Str::Emb(CompactBytes::new(bytes))
+        } else {
+            Str::Raw(CompactBytes::new(bytes))
+        }
+    }
+
+    /// A string modified in place: always "raw".
+    pub fn raw(bytes: Vec<u8>) -> Str {
+        Str::Raw(CompactBytes::from_vec(bytes))
+    }
+
+    /// Calls `f` with the value's bytes (integers are formatted on the stack).
+    #[inline]
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            Str::Int(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
+            Str::Emb(b) | Str::Raw(b) => f(b),
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.with_bytes(<[u8]>::to_vec)
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Str::Int(n) => itoa::Buffer::new().format(*n).len(),
+            Str::Emb(b) | Str::Raw(b) => b.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Str::Int(_) => "int",
+            Str::Emb(_) => "embstr",
+            Str::Raw(_) => "raw",
+        }
+    }
+
+    /// Bytes on the heap beyond the entry itself.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            Str::Int(_) => 0,
+            Str::Emb(b) | Str::Raw(b) => b.heap_size(),
+        }
+    }
+}
+
+/// What a key holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Str(Str),
+}
+
+/// Redis's type names, as TYPE and SCAN TYPE use them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueType {
+    String,
+    List,
+    Set,
+    ZSet,
+    Hash,
+    Stream,
+}
+
+impl ValueType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueType::String => "string",
+            ValueType::List => "list",
+            ValueType::Set => "set",
+            ValueType::ZSet => "zset",
+            ValueType::Hash => "hash",
+            ValueType::Stream => "stream",
+        }
+    }
+
+    pub fn from_name(name: &[u8]) -> Option<ValueType> {
+        let t = match name.to_ascii_lowercase().as_slice() {
+            b"string" => ValueType::String,
+            b"list" => ValueType::List,
+            b"set" => ValueType::Set,
+            b"zset" => ValueType::ZSet,
+            b"hash" => ValueType::Hash,
+            b"stream" => ValueType::Stream,
+            _ => return None,
+        };
+        Some(t)
+    }
+}
+
+impl Value {
+    pub fn string(bytes: &[u8]) -> Value {
+        Value::Str(Str::new(bytes))
+    }
+
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            Value::Str(_) => ValueType::String,
+        }
+    }
+
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&Str> {
+        match self {
+            Value::Str(s) => Some(s),
+        }
+    }
+
+    /// Bytes on the heap beyond the entry itself.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            Value::Str(s) => s.heap_size(),
+        }
+    }
+}
+
+/// Parses `bytes` as an i64 only if it is the canonical decimal form of that number
+/// (no sign on zero, no leading zeros or '+', no spaces), like Redis's `string2ll`.
+pub fn parse_canonical_i64(bytes: &[u8]) -> Option<i64> {
+    if bytes.is_empty() || bytes.len() > 20 {
+        return None;
+    }
+    if bytes == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match bytes[0] {
+        b'-' => (true, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        let d = (d - b'0') as i64;
+        v = v.checked_mul(10)?;
+        v = if neg {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_integers() {
+        for (s, v) in [("0", Some(0)), ("-1", Some(-1)), ("123", Some(123))] {
+            assert_eq!(parse_canonical_i64(s.as_bytes()), v);
+        }
+        let max = i64::MAX.to_string();
+        let min = i64::MIN.to_string();
+        assert_eq!(parse_canonical_i64(max.as_bytes()), Some(i64::MAX));
+        assert_eq!(parse_canonical_i64(min.as_bytes()), Some(i64::MIN));
+        for s in [
+            "",
+            "-",
+            "-0",
+            "01",
+            "+1",
+            " 1",
+            "1 ",
+            "9223372036854775808",
+            "1.0",
+            "abc",
+        ] {
+            assert_eq!(parse_canonical_i64(s.as_bytes()), None, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn encodings() {
+        assert_eq!(Str::new(b"12").encoding(), "int");
+        assert_eq!(Str::new(b"012").encoding(), "embstr");
+        assert_eq!(Str::new(&[b'x'; 44]).encoding(), "embstr");
+        assert_eq!(Str::new(&[b'x'; 45]).encoding(), "raw");
+        assert_eq!(Str::raw(b"a".to_vec()).encoding(), "raw");
+        assert_eq!(Str::Int(-5).to_vec(), b"-5");
+    }
+
+    #[test]
+    fn value_is_compact() {
+        assert!(
+            std::mem::size_of::<Value>() <= 32,
+            "{}",
+            std::mem::size_of::<Value>()
+        );
+    }
+}

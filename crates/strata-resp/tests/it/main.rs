@@ -1,0 +1,3 @@
+//! Integration tests of strata-resp.
+
+mod golden;

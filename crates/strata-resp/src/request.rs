@@ -1,0 +1,752 @@
+//! Server-side request parser: RESP multibulk and inline requests, incrementally.
+//!
+//! A connection keeps one read buffer and one [`RequestParser`]. The server calls
+//! [`RequestParser::parse`] on the front of the buffer after every read; each call
+//! returns at most one request. A request that starts with `*` is a multibulk request
+//! (`*<count>\r\n` then `count` times `$<len>\r\n<bytes>\r\n`); anything else is an
+//! inline request, one line split by Redis's `sdssplitargs` rules (see [`crate::inline`]).
+//!
+//! Redis 7.0's `processMultibulkBuffer` and `processInlineBuffer` are the specification,
+//! quirks included:
+//! - a header line ends at the first `\r`, and the byte after it is skipped whatever it
+//!   is; likewise the two bytes after a bulk's data are skipped unchecked;
+//! - the search for a line end stops at a NUL byte (Redis uses `strchr`), so a line with
+//!   a NUL before its end is never complete and becomes a "too big" error once more than
+//!   [`Limits::max_inline_len`] bytes are buffered;
+//! - the "too big" limits apply only while no line end has arrived: how much arrives in
+//!   one read decides whether a long line is an error, as in Redis;
+//! - counts and lengths are parsed as strictly as `string2ll` (no `+`, no leading zeros);
+//! - a count of zero or less, and an inline line with no arguments, are skipped;
+//! - an inline argument may be empty (`""`), and is kept.
+//!
+//! Invariants:
+//! - Never panics and never allocates by a length read from the input before the bytes
+//!   are there (capacity is reserved for at most 1024 arguments up front).
+//! - Work is linear in the bytes received, however the request is split across calls:
+//!   the parser keeps the position reached, how far the current line has been searched,
+//!   and the ranges of the arguments read so far.
+//! - Multibulk arguments are never copied: [`RequestParser::args`] returns subslices of
+//!   the caller's buffer. Inline arguments, which need unescaping, live in a scratch
+//!   buffer owned by the parser.
+
+#![deny(clippy::indexing_slicing)]
+
+use std::ops::Range;
+
+use crate::inline;
+use crate::number::parse_i64;
+
+/// Redis's `proto-max-bulk-len` default: 512 MiB.
+pub const DEFAULT_MAX_BULK_LEN: usize = 512 * 1024 * 1024;
+/// Redis's multibulk count limit: `INT_MAX`.
+pub const DEFAULT_MAX_MULTIBULK_LEN: usize = i32::MAX as usize;
+/// Redis's `PROTO_INLINE_MAX_SIZE`: 64 KiB.
+pub const DEFAULT_MAX_INLINE_LEN: usize = 64 * 1024;
+/// The largest multibulk count an unauthenticated client may send.
+pub const UNAUTHENTICATED_MAX_MULTIBULK_LEN: i64 = 10;
+/// The largest bulk length an unauthenticated client may send.
+pub const UNAUTHENTICATED_MAX_BULK_LEN: i64 = 16 * 1024;
+
+/// The most argument slots reserved from a multibulk count before the arguments arrive.
+const MAX_PREALLOCATED_ARGS: usize = 1024;
+
+/// Size limits on requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest bulk argument (`proto-max-bulk-len`).
+    pub max_bulk_len: usize,
+    /// The largest multibulk count.
+    pub max_multibulk_len: usize,
+    /// How many bytes may be buffered without a line end, for an inline request and for
+    /// the header lines of a multibulk request (`PROTO_INLINE_MAX_SIZE`).
+    pub max_inline_len: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bulk_len: DEFAULT_MAX_BULK_LEN,
+            max_multibulk_len: DEFAULT_MAX_MULTIBULK_LEN,
+            max_inline_len: DEFAULT_MAX_INLINE_LEN,
+        }
+    }
+}
+
+/// The outcome of one [`RequestParser::parse`] call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parsed {
+    /// A request was read from the first `consumed` bytes; its arguments are in
+    /// [`RequestParser::args`].
+    Complete { consumed: usize },
+    /// The first `consumed` bytes hold nothing to run (`*0\r\n`, `*-1\r\n`, a blank
+    /// inline line); drop them and parse again.
+    Skip { consumed: usize },
+    /// More bytes are needed. `hint`, when known, is how many bytes the buffer must hold
+    /// for the request to make progress (the end of a bulk argument), so the caller can
+    /// reserve once for a large argument.
+    Incomplete { hint: Option<usize> },
+}
+
+/// A malformed request. The server answers `-ERR <Display>` and closes the connection.
+///
+/// `Display` renders exactly Redis's text after `ERR `, except for the byte in
+/// [`ProtocolError::ExpectedDollar`], which Redis sends raw: [`ProtocolError::to_bytes`]
+/// gives the exact bytes in every case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// No `\r` within [`Limits::max_inline_len`] bytes of a multibulk count.
+    #[error("Protocol error: too big mbulk count string")]
+    MultibulkCountTooBig,
+    /// A multibulk count that is not a number or exceeds [`Limits::max_multibulk_len`].
+    #[error("Protocol error: invalid multibulk length")]
+    InvalidMultibulkLength,
+    /// A multibulk count over 10 from a client that has not authenticated.
+    #[error("Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// No `\r` within [`Limits::max_inline_len`] bytes of a bulk length.
+    #[error("Protocol error: too big bulk count string")]
+    BulkCountTooBig,
+    /// An element of a multibulk request that does not start with `$`; holds the byte
+    /// found (`\r` and `\n` are rendered as a space, as Redis does).
+    #[error("Protocol error: expected '$', got '{}'", char::from(printable(*.0)))]
+    ExpectedDollar(u8),
+    /// A bulk length that is not a number, is negative, or exceeds
+    /// [`Limits::max_bulk_len`].
+    #[error("Protocol error: invalid bulk length")]
+    InvalidBulkLength,
+    /// A bulk length over 16384 from a client that has not authenticated.
+    #[error("Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
+    /// No `\n` within [`Limits::max_inline_len`] bytes of an inline request.
+    #[error("Protocol error: too big inline request")]
+    InlineTooBig,
+    /// An inline request with an open quote or a closing quote not followed by a blank.
+    #[error("Protocol error: unbalanced quotes in request")]
+    UnbalancedQuotes,
+}
+
+impl ProtocolError {
+    /// The exact bytes Redis sends after `-ERR `, without the line end.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match *self {
+            ProtocolError::ExpectedDollar(b) => {
+                let mut text = b"Protocol error: expected '$', got '".to_vec();
+                text.push(printable(b));
+                text.push(b'\'');
+                text
+            }
+            ref other => other.to_string().into_bytes(),
+        }
+    }
+}
+
+/// Redis replaces `\r` and `\n` in an error text by spaces.
+fn printable(b: u8) -> u8 {
+    if b == b'\r' || b == b'\n' { b' ' } else { b }
+}
+
+/// Where the parser is within the request at the front of the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// No request started: the next call looks at the first byte.
+    Idle,
+    /// Reading the `*<count>\r\n` line.
+    MultibulkCount,
+    /// Reading a `$<len>\r\n` line; `remaining` arguments are still to come.
+    BulkLength { remaining: usize },
+    /// Waiting for `len` bytes of argument data plus two, from `pos`.
+    BulkData { remaining: usize, len: usize },
+    /// Reading an inline line.
+    Inline,
+}
+
+/// Which buffer the arguments of the last completed request live in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArgsIn {
+    None,
+    Buffer,
+    Scratch,
+}
+
+/// The result of searching for a line end.
+enum Line {
+    /// The line end is at this offset.
+    Found(usize),
+    /// Not yet.
+    Pending,
+    /// Not found within the limit.
+    TooLong,
+}
+
+/// An incremental parser of client requests. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct RequestParser {
+    limits: Limits,
+    authenticated: bool,
+    state: State,
+    /// Offset of the first byte of the request not yet parsed.
+    pos: usize,
+    /// Offset up to which the current line has been searched without finding its end.
+    scanned: usize,
+    /// A NUL byte precedes the end of the current line, which therefore never ends.
+    nul: bool,
+    /// Ranges of the arguments read so far, in the buffer or in `scratch`.
+    ranges: Vec<Range<usize>>,
+    /// The unescaped arguments of an inline request.
+    scratch: Vec<u8>,
+    args_in: ArgsIn,
+}
+
+impl RequestParser {
+    /// A parser for a client that counts as authenticated (a server without a password).
+    pub fn new(limits: Limits) -> Self {
+        RequestParser {
+            limits,
+            authenticated: true,
+            state: State::Idle,
+            pos: 0,
+            scanned: 0,
+            nul: false,
+            ranges: Vec::new(),
+            scratch: Vec::new(),
+            args_in: ArgsIn::None,
+        }
+    }
+
+    /// Changes the limits; they apply from the next line read.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Sets whether the client has authenticated. An unauthenticated client may send at
+    /// most 10 arguments of at most 16384 bytes each, as in Redis.
+    pub fn set_authenticated(&mut self, yes: bool) {
+        self.authenticated = yes;
+    }
+
+    /// Whether a request has been partly read.
+    pub fn is_mid_request(&self) -> bool {
+        self.state != State::Idle
+    }
+
+    /// Parses the request at the front of `buf`.
+    ///
+    /// `buf` must start with the same bytes as in the previous call until that call
+    /// returned [`Parsed::Complete`] or [`Parsed::Skip`]: while [`Parsed::Incomplete`],
+    /// the caller only appends; after `Complete`/`Skip`, the next call gets the bytes after
+    /// `consumed`. A buffer that breaks this rule yields wrong arguments but no panic.
+    ///
+    /// After an error the parser is reset; the connection is expected to close.
+    pub fn parse(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
+        if self.state == State::Idle {
+            self.ranges.clear();
+            self.args_in = ArgsIn::None;
+            self.pos = 0;
+            self.new_line();
+            self.state = match buf.first() {
+                None => return Ok(Parsed::Incomplete { hint: None }),
+                Some(b'*') => State::MultibulkCount,
+                Some(_) => State::Inline,
+            };
+        }
+        let result = if self.state == State::Inline {
+            self.parse_inline(buf)
+        } else {
+            self.parse_multibulk(buf)
+        };
+        if result.is_err() {
+            self.reset();
+        }
+        result
+    }
+
+    /// Forgets any partly read request.
+    pub fn reset(&mut self) {
+        self.state = State::Idle;
+        self.ranges.clear();
+        self.args_in = ArgsIn::None;
+        self.pos = 0;
+        self.new_line();
+    }
+
+    /// The arguments of the request just completed, valid until the next `parse` call.
+    /// `buf` must be the buffer given to the `parse` call that returned
+    /// [`Parsed::Complete`]. After any other outcome the arguments are empty.
+    pub fn args<'a>(&'a self, buf: &'a [u8]) -> Args<'a> {
+        let (base, ranges): (&[u8], &[Range<usize>]) = match self.args_in {
+            ArgsIn::None => (&[], &[]),
+            ArgsIn::Buffer => (buf, &self.ranges),
+            ArgsIn::Scratch => (&self.scratch, &self.ranges),
+        };
+        Args { base, ranges }
+    }
+
+    fn parse_multibulk(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
+        loop {
+            match self.state {
+                State::MultibulkCount => {
+                    let cr = match self.find_line_end(buf, b'\r') {
+                        Line::Found(cr) => cr,
+                        Line::Pending => return Ok(Parsed::Incomplete { hint: None }),
+                        Line::TooLong => return Err(ProtocolError::MultibulkCountTooBig),
+                    };
+                    let count = buf
+                        .get(self.pos + 1..cr)
+                        .and_then(parse_i64)
+                        .ok_or(ProtocolError::InvalidMultibulkLength)?;
+                    if count > to_i64(self.limits.max_multibulk_len) {
+                        return Err(ProtocolError::InvalidMultibulkLength);
+                    }
+                    if !self.authenticated && count > UNAUTHENTICATED_MAX_MULTIBULK_LEN {
+                        return Err(ProtocolError::UnauthenticatedMultibulkLength);
+                    }
+                    self.pos = cr + 2;
+                    self.new_line();
+                    let Ok(remaining @ 1..) = usize::try_from(count) else {
+                        self.state = State::Idle;
+                        return Ok(Parsed::Skip { consumed: self.pos });
+                    };
+                    self.ranges.reserve(remaining.min(MAX_PREALLOCATED_ARGS));
+                    self.state = State::BulkLength { remaining };
+                }
+                State::BulkLength { remaining } => {
+                    let cr = match self.find_line_end(buf, b'\r') {
+                        Line::Found(cr) => cr,
+                        Line::Pending => return Ok(Parsed::Incomplete { hint: None }),
+                        Line::TooLong => return Err(ProtocolError::BulkCountTooBig),
+                    };
+                    match buf.get(self.pos) {
+                        Some(b'$') => {}
+                        Some(&other) => return Err(ProtocolError::ExpectedDollar(other)),
+                        None => return Ok(Parsed::Incomplete { hint: None }),
+                    }
+                    let len = buf
+                        .get(self.pos + 1..cr)
+                        .and_then(parse_i64)
+                        .ok_or(ProtocolError::InvalidBulkLength)?;
+                    if len < 0 || len > to_i64(self.limits.max_bulk_len) {
+                        return Err(ProtocolError::InvalidBulkLength);
+                    }
+                    if !self.authenticated && len > UNAUTHENTICATED_MAX_BULK_LEN {
+                        return Err(ProtocolError::UnauthenticatedBulkLength);
+                    }
+                    let len = usize::try_from(len).map_err(|_| ProtocolError::InvalidBulkLength)?;
+                    self.pos = cr + 2;
+                    self.new_line();
+                    self.state = State::BulkData { remaining, len };
+                }
+                State::BulkData { remaining, len } => {
+                    let end = self.pos.saturating_add(len);
+                    let needed = end.saturating_add(2);
+                    if buf.len() < needed {
+                        return Ok(Parsed::Incomplete { hint: Some(needed) });
+                    }
+                    self.ranges.push(self.pos..end);
+                    self.pos = needed;
+                    self.scanned = needed;
+                    if remaining > 1 {
+                        self.state = State::BulkLength {
+                            remaining: remaining - 1,
+                        };
+                    } else {
+                        self.state = State::Idle;
+                        self.args_in = ArgsIn::Buffer;
+                        return Ok(Parsed::Complete { consumed: self.pos });
+                    }
+                }
+                // `parse` calls this only in the states above.
+                State::Idle | State::Inline => return Ok(Parsed::Incomplete { hint: None }),
+            }
+        }
+    }
+
+    fn parse_inline(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
+        let newline = match self.find_line_end(buf, b'\n') {
+            Line::Found(newline) => newline,
+            Line::Pending => return Ok(Parsed::Incomplete { hint: None }),
+            Line::TooLong => return Err(ProtocolError::InlineTooBig),
+        };
+        let mut end = newline;
+        if newline > 0 && buf.get(newline - 1) == Some(&b'\r') {
+            end -= 1;
+        }
+        let line = buf.get(..end).unwrap_or_default();
+        self.scratch.clear();
+        self.ranges.clear();
+        inline::split_into(line, &mut self.scratch, &mut self.ranges)
+            .map_err(|_| ProtocolError::UnbalancedQuotes)?;
+        self.state = State::Idle;
+        let consumed = newline + 1;
+        if self.ranges.is_empty() {
+            Ok(Parsed::Skip { consumed })
+        } else {
+            self.args_in = ArgsIn::Scratch;
+            Ok(Parsed::Complete { consumed })
+        }
+    }
+
+    /// Starts the search for a new line end at `pos`.
+    fn new_line(&mut self) {
+        self.scanned = self.pos;
+        self.nul = false;
+    }
+
+    /// Searches for the end of the line starting at `pos`, resuming where the previous
+    /// call stopped. For `\r` (header lines) one more byte must follow it, as Redis
+    /// requires; for `\n` (inline lines) none.
+    fn find_line_end(&mut self, buf: &[u8], end: u8) -> Line {
+        if !self.nul {
+            let from = self.scanned.max(self.pos);
+            let found = buf
+                .get(from..)
+                .and_then(|rest| memchr::memchr2(end, 0, rest))
+                .map(|offset| from + offset);
+            match found {
+                Some(at) if buf.get(at) == Some(&0) => {
+                    self.nul = true;
+                    self.scanned = at;
+                }
+                Some(at) => {
+                    self.scanned = at;
+                    if end == b'\n' || at + 1 < buf.len() {
+                        return Line::Found(at);
+                    }
+                    return Line::Pending;
+                }
+                None => self.scanned = buf.len().max(from),
+            }
+        }
+        if buf.len().saturating_sub(self.pos) > self.limits.max_inline_len {
+            Line::TooLong
+        } else {
+            Line::Pending
+        }
+    }
+}
+
+impl Default for RequestParser {
+    fn default() -> Self {
+        RequestParser::new(Limits::default())
+    }
+}
+
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The arguments of a parsed request.
+#[derive(Debug, Clone, Copy)]
+pub struct Args<'a> {
+    base: &'a [u8],
+    ranges: &'a [Range<usize>],
+}
+
+impl<'a> Args<'a> {
+    /// The number of arguments.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Whether there are no arguments.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// The argument at `index`.
+    pub fn get(&self, index: usize) -> Option<&'a [u8]> {
+        let range = self.ranges.get(index)?.clone();
+        self.base.get(range)
+    }
+
+    /// The arguments in order.
+    pub fn iter(&self) -> ArgsIter<'a> {
+        ArgsIter {
+            base: self.base,
+            ranges: self.ranges.iter(),
+        }
+    }
+
+    /// Copies the arguments out.
+    pub fn to_vec(&self) -> Vec<Vec<u8>> {
+        self.iter().map(<[u8]>::to_vec).collect()
+    }
+}
+
+impl<'a> IntoIterator for Args<'a> {
+    type Item = &'a [u8];
+    type IntoIter = ArgsIter<'a>;
+
+    fn into_iter(self) -> ArgsIter<'a> {
+        self.iter()
+    }
+}
+
+/// An iterator over [`Args`].
+#[derive(Debug, Clone)]
+pub struct ArgsIter<'a> {
+    base: &'a [u8],
+    ranges: std::slice::Iter<'a, Range<usize>>,
+}
+
+impl<'a> Iterator for ArgsIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let range = self.ranges.next()?.clone();
+        Some(self.base.get(range).unwrap_or_default())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.ranges.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for ArgsIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let range = self.ranges.next_back()?.clone();
+        Some(self.base.get(range).unwrap_or_default())
+    }
+}
+
+impl ExactSizeIterator for ArgsIter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8]) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
+        let mut parser = RequestParser::default();
+        let mut requests = Vec::new();
+        let mut buf = input;
+        loop {
+            match parser.parse(buf)? {
+                Parsed::Complete { consumed } => {
+                    requests.push(parser.args(buf).to_vec());
+                    buf = &buf[consumed..];
+                }
+                Parsed::Skip { consumed } => buf = &buf[consumed..],
+                Parsed::Incomplete { .. } => return Ok(requests),
+            }
+        }
+    }
+
+    fn v(args: &[&[u8]]) -> Vec<Vec<u8>> {
+        args.iter().map(|a| a.to_vec()).collect()
+    }
+
+    #[test]
+    fn multibulk_request() {
+        let buf = b"*2\r\n$4\r\nECHO\r\n$3\r\nfoo\r\n";
+        let mut parser = RequestParser::default();
+        assert_eq!(
+            parser.parse(buf),
+            Ok(Parsed::Complete {
+                consumed: buf.len()
+            })
+        );
+        let args = parser.args(buf);
+        assert_eq!(args.len(), 2);
+        assert_eq!(args.get(0), Some(&b"ECHO"[..]));
+        assert_eq!(args.get(1), Some(&b"foo"[..]));
+        assert_eq!(args.get(2), None);
+        // Zero-copy: the argument is a subslice of the buffer.
+        assert_eq!(args.get(1).unwrap().as_ptr(), buf[18..].as_ptr());
+    }
+
+    #[test]
+    fn pipelined_requests_come_one_per_call() {
+        let reqs =
+            parse_all(b"*1\r\n$4\r\nPING\r\nPING\r\n*0\r\n*-1\r\n\r\n*1\r\n$0\r\n\r\n").unwrap();
+        assert_eq!(reqs, vec![v(&[b"PING"]), v(&[b"PING"]), v(&[b""])]);
+    }
+
+    #[test]
+    fn skips_empty_and_null_multibulk_and_blank_lines() {
+        let mut parser = RequestParser::default();
+        assert_eq!(parser.parse(b"*0\r\n"), Ok(Parsed::Skip { consumed: 4 }));
+        assert_eq!(parser.parse(b"*-1\r\n"), Ok(Parsed::Skip { consumed: 5 }));
+        assert_eq!(parser.parse(b"   \r\n"), Ok(Parsed::Skip { consumed: 5 }));
+        assert_eq!(parser.parse(b"\n"), Ok(Parsed::Skip { consumed: 1 }));
+        assert!(parser.args(b"\n").is_empty());
+    }
+
+    #[test]
+    fn skips_the_two_bytes_after_a_line_end_or_data_unchecked() {
+        assert_eq!(parse_all(b"*1\rX$4\rXPINGxy").unwrap(), vec![v(&[b"PING"])]);
+    }
+
+    #[test]
+    fn incomplete_until_the_byte_after_cr() {
+        let mut parser = RequestParser::default();
+        assert_eq!(parser.parse(b"*1\r"), Ok(Parsed::Incomplete { hint: None }));
+        assert_eq!(
+            parser.parse(b"*1\r\n$4\r"),
+            Ok(Parsed::Incomplete { hint: None })
+        );
+        assert_eq!(
+            parser.parse(b"*1\r\n$4\r\nPING"),
+            Ok(Parsed::Incomplete { hint: Some(14) })
+        );
+        assert_eq!(
+            parser.parse(b"*1\r\n$4\r\nPING\r"),
+            Ok(Parsed::Incomplete { hint: Some(14) })
+        );
+        assert_eq!(
+            parser.parse(b"*1\r\n$4\r\nPING\r\n"),
+            Ok(Parsed::Complete { consumed: 14 })
+        );
+    }
+
+    #[test]
+    fn inline_requests() {
+        assert_eq!(
+            parse_all(b"SET k \"a b\"\r\nGET k\nECHO ''\r\n").unwrap(),
+            vec![
+                v(&[b"SET", b"k", b"a b"]),
+                v(&[b"GET", b"k"]),
+                v(&[b"ECHO", b""])
+            ]
+        );
+        // Only one trailing \r is dropped; another is a blank.
+        assert_eq!(parse_all(b"PING\r\r\n").unwrap(), vec![v(&[b"PING"])]);
+    }
+
+    #[test]
+    fn errors() {
+        let cases: &[(&[u8], ProtocolError)] = &[
+            (b"*abc\r\n", ProtocolError::InvalidMultibulkLength),
+            (b"*\r\n", ProtocolError::InvalidMultibulkLength),
+            (b"*-0\r\n", ProtocolError::InvalidMultibulkLength),
+            (b"*2147483648\r\n", ProtocolError::InvalidMultibulkLength),
+            (b"*1\r\nx3\r\n", ProtocolError::ExpectedDollar(b'x')),
+            (b"*1\r\n\r\n", ProtocolError::ExpectedDollar(b'\r')),
+            (b"*1\r\n$-1\r\n", ProtocolError::InvalidBulkLength),
+            (b"*1\r\n$\r\n", ProtocolError::InvalidBulkLength),
+            (b"*1\r\n$536870913\r\n", ProtocolError::InvalidBulkLength),
+            (b"ECHO \"a\r\n", ProtocolError::UnbalancedQuotes),
+        ];
+        for (input, error) in cases {
+            assert_eq!(parse_all(input), Err(*error), "{}", input.escape_ascii());
+        }
+    }
+
+    #[test]
+    fn expected_dollar_renders_cr_as_a_space() {
+        assert_eq!(
+            ProtocolError::ExpectedDollar(b'\r').to_string(),
+            "Protocol error: expected '$', got ' '"
+        );
+        assert_eq!(
+            ProtocolError::ExpectedDollar(0xff).to_bytes(),
+            b"Protocol error: expected '$', got '\xff'"
+        );
+    }
+
+    #[test]
+    fn unauthenticated_limits() {
+        let mut parser = RequestParser::default();
+        parser.set_authenticated(false);
+        assert_eq!(
+            parser.parse(b"*11\r\n"),
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        );
+        assert_eq!(
+            parser.parse(b"*abc\r\n"),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(parser.parse(b"*-11\r\n"), Ok(Parsed::Skip { consumed: 6 }));
+        assert_eq!(
+            parser.parse(b"*1\r\n$16385\r\n"),
+            Err(ProtocolError::UnauthenticatedBulkLength)
+        );
+        assert_eq!(
+            parser.parse(b"*10\r\n$16384\r\n"),
+            Ok(Parsed::Incomplete {
+                hint: Some(13 + 16386)
+            })
+        );
+    }
+
+    #[test]
+    fn line_limits() {
+        let limit = DEFAULT_MAX_INLINE_LEN;
+        let mut parser = RequestParser::default();
+        let mut buf = vec![b'A'; limit];
+        assert_eq!(parser.parse(&buf), Ok(Parsed::Incomplete { hint: None }));
+        buf.push(b'A');
+        assert_eq!(parser.parse(&buf), Err(ProtocolError::InlineTooBig));
+
+        let mut buf = b"*".to_vec();
+        buf.resize(limit, b'1');
+        assert_eq!(parser.parse(&buf), Ok(Parsed::Incomplete { hint: None }));
+        buf.push(b'1');
+        assert_eq!(parser.parse(&buf), Err(ProtocolError::MultibulkCountTooBig));
+
+        // A \r ends the search even when it is the last byte, however long the line.
+        buf.push(b'\r');
+        assert_eq!(parser.parse(&buf), Ok(Parsed::Incomplete { hint: None }));
+        buf.push(b'\n');
+        assert_eq!(
+            parser.parse(&buf),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+
+        let mut buf = b"*1\r\n".to_vec();
+        buf.resize(limit + 5, b'X');
+        assert_eq!(parser.parse(&buf), Err(ProtocolError::BulkCountTooBig));
+    }
+
+    #[test]
+    fn a_nul_byte_keeps_the_line_open() {
+        let mut parser = RequestParser::default();
+        assert_eq!(
+            parser.parse(b"PING\0\r\n"),
+            Ok(Parsed::Incomplete { hint: None })
+        );
+        parser.reset();
+        assert_eq!(
+            parser.parse(b"*1\0\r\n"),
+            Ok(Parsed::Incomplete { hint: None })
+        );
+        let mut buf = b"*1\0\r\n".to_vec();
+        buf.resize(DEFAULT_MAX_INLINE_LEN + 1, b'A');
+        assert_eq!(parser.parse(&buf), Err(ProtocolError::MultibulkCountTooBig));
+    }
+
+    #[test]
+    fn byte_by_byte() {
+        let input = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\nGET k\r\n";
+        let mut parser = RequestParser::default();
+        let mut start = 0;
+        let mut got = Vec::new();
+        for end in 1..=input.len() {
+            let buf = &input[start..end];
+            match parser.parse(buf).unwrap() {
+                Parsed::Complete { consumed } => {
+                    got.push(parser.args(buf).to_vec());
+                    start += consumed;
+                }
+                Parsed::Skip { consumed } => start += consumed,
+                Parsed::Incomplete { .. } => {}
+            }
+        }
+        assert_eq!(got, vec![v(&[b"SET", b"k", b"hello"]), v(&[b"GET", b"k"])]);
+    }
+
+    #[test]
+    fn args_iterate_both_ways() {
+        let buf = b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n";
+        let mut parser = RequestParser::default();
+        parser.parse(buf).unwrap();
+        let args = parser.args(buf);
+        assert_eq!(args.iter().len(), 3);
+        let back: Vec<&[u8]> = args.iter().rev().collect();
+        assert_eq!(back, vec![&b"c"[..], b"b", b"a"]);
+    }
+}

@@ -245,6 +245,11 @@ impl RequestParser {
     /// After an error the parser is reset; the connection is expected to close.
     pub fn parse(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
         if self.state == State::Idle {
+            // A connection keeps its parser: after an unusually large request, give the
+            // argument slots back rather than hold them for the connection's life.
+            if self.ranges.capacity() > 4 * MAX_PREALLOCATED_ARGS {
+                self.ranges = Vec::new();
+            }
             self.ranges.clear();
             self.args_in = ArgsIn::None;
             self.pos = 0;

@@ -14,6 +14,8 @@
 //!   so a reply can never break the framing.
 //! - Doubles are formatted as C's `%.17g`, the way Redis 7.0's `addReplyDouble` does.
 
+#![deny(clippy::indexing_slicing)]
+
 use std::fmt::Write as _;
 
 /// The protocol a client speaks, chosen with `HELLO`.

@@ -43,9 +43,9 @@ pub const DEFAULT_MAX_MULTIBULK_LEN: usize = i32::MAX as usize;
 /// Redis's `PROTO_INLINE_MAX_SIZE`: 64 KiB.
 pub const DEFAULT_MAX_INLINE_LEN: usize = 64 * 1024;
 /// The largest multibulk count an unauthenticated client may send.
-pub const UNAUTHENTICATED_MAX_MULTIBULK_LEN: i64 = 10;
+pub const UNAUTHENTICATED_MAX_MULTIBULK_LEN: usize = 10;
 /// The largest bulk length an unauthenticated client may send.
-pub const UNAUTHENTICATED_MAX_BULK_LEN: i64 = 16 * 1024;
+pub const UNAUTHENTICATED_MAX_BULK_LEN: usize = 16 * 1024;
 
 /// The most argument slots reserved from a multibulk count before the arguments arrive.
 const MAX_PREALLOCATED_ARGS: usize = 1024;
@@ -245,6 +245,11 @@ impl RequestParser {
     /// After an error the parser is reset; the connection is expected to close.
     pub fn parse(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
         if self.state == State::Idle {
+            // A connection keeps its parser: after an unusually large request, give the
+            // argument slots back rather than hold them for the connection's life.
+            if self.ranges.capacity() > 4 * MAX_PREALLOCATED_ARGS {
+                self.ranges = Vec::new();
+            }
             self.ranges.clear();
             self.args_in = ArgsIn::None;
             self.pos = 0;
@@ -287,6 +292,18 @@ impl RequestParser {
         Args { base, ranges }
     }
 
+    /// The ranges of the arguments of the request just completed within the buffer given
+    /// to `parse`, when they lie there (multibulk requests), so that a caller holding the
+    /// buffer as shared bytes can keep arguments without copying them. `None` for an
+    /// inline request, whose arguments live in the parser, and after any outcome other
+    /// than [`Parsed::Complete`].
+    pub fn buffer_ranges(&self) -> Option<&[Range<usize>]> {
+        match self.args_in {
+            ArgsIn::Buffer => Some(&self.ranges),
+            ArgsIn::None | ArgsIn::Scratch => None,
+        }
+    }
+
     fn parse_multibulk(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
         loop {
             match self.state {
@@ -303,7 +320,7 @@ impl RequestParser {
                     if count > to_i64(self.limits.max_multibulk_len) {
                         return Err(ProtocolError::InvalidMultibulkLength);
                     }
-                    if !self.authenticated && count > UNAUTHENTICATED_MAX_MULTIBULK_LEN {
+                    if !self.authenticated && count > to_i64(UNAUTHENTICATED_MAX_MULTIBULK_LEN) {
                         return Err(ProtocolError::UnauthenticatedMultibulkLength);
                     }
                     self.pos = cr + 2;
@@ -333,7 +350,7 @@ impl RequestParser {
                     if len < 0 || len > to_i64(self.limits.max_bulk_len) {
                         return Err(ProtocolError::InvalidBulkLength);
                     }
-                    if !self.authenticated && len > UNAUTHENTICATED_MAX_BULK_LEN {
+                    if !self.authenticated && len > to_i64(UNAUTHENTICATED_MAX_BULK_LEN) {
                         return Err(ProtocolError::UnauthenticatedBulkLength);
                     }
                     let len = usize::try_from(len).map_err(|_| ProtocolError::InvalidBulkLength)?;
@@ -737,6 +754,43 @@ mod tests {
             }
         }
         assert_eq!(got, vec![v(&[b"SET", b"k", b"hello"]), v(&[b"GET", b"k"])]);
+    }
+
+    #[test]
+    fn a_split_request_is_scanned_once() {
+        let mut inline = vec![b'A'; 60_000];
+        inline.extend_from_slice(b"\r\n");
+        let multibulk = b"*2\r\n$5\r\nhello\r\n$3\r\nabc\r\n".to_vec();
+        for input in [inline, multibulk] {
+            let mut parser = RequestParser::default();
+            for end in 1..input.len() {
+                let outcome = parser.parse(&input[..end]).unwrap();
+                assert!(matches!(outcome, Parsed::Incomplete { .. }));
+                // The search stopped at the end of the buffer (or at a final \r), so
+                // the next call resumes there; bulk data is not searched at all.
+                assert!(
+                    parser.scanned + 1 >= end || matches!(parser.state, State::BulkData { .. })
+                );
+            }
+            assert!(matches!(parser.parse(&input), Ok(Parsed::Complete { .. })));
+        }
+    }
+
+    #[test]
+    fn buffer_ranges_only_for_multibulk() {
+        let buf = b"*1\r\n$4\r\nPING\r\nPING\r\n";
+        let mut parser = RequestParser::default();
+        let Ok(Parsed::Complete { consumed }) = parser.parse(buf) else {
+            panic!("complete");
+        };
+        let ranges = parser.buffer_ranges().unwrap();
+        assert_eq!((ranges.len(), ranges.first().cloned()), (1, Some(8..12)));
+        parser.parse(&buf[consumed..]).unwrap();
+        assert_eq!(parser.buffer_ranges(), None);
+        assert_eq!(
+            parser.args(&buf[consumed..]).to_vec(),
+            vec![b"PING".to_vec()]
+        );
     }
 
     #[test]

@@ -1,1 +1,3 @@
 //! The strata server: sockets, connections, configuration.
+
+pub mod config;

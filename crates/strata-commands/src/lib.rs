@@ -1,1 +1,34 @@
-//! The command table and handlers.
+//! strata's command table and the handlers of Redis's commands.
+//!
+//! A handler is a plain function of (context, arguments): it reads and changes the
+//! keyspace through [`ctx::Keys`] (whose shards the dispatcher has already locked),
+//! writes its reply through the context's [`strata_resp::ReplyWriter`], and never
+//! touches a socket or awaits. Server-wide matters (configuration, other clients,
+//! INFO) go through the [`server::Server`] trait that the server crate implements.
+//!
+//! - [`table`]: the [`table::Command`] entries and the [`table::Registry`].
+//! - [`exec`]: dispatch — lookup, arity, authentication, locking, the call.
+//! - [`families`]: the handlers, one module per Redis group.
+
+pub mod conn;
+pub mod ctx;
+pub mod error;
+pub mod exec;
+pub mod families;
+pub mod longdouble;
+pub mod parse;
+pub mod server;
+pub mod spec;
+pub mod table;
+
+pub use conn::{ClientInfo, ConnState};
+pub use ctx::{Ctx, Keys};
+pub use error::{CmdError, CmdResult};
+pub use exec::{Outcome, execute};
+pub use server::{Server, ShutdownMode};
+pub use table::{Command, Registry};
+
+/// The registry of every command strata implements.
+pub fn registry() -> Registry {
+    Registry::new(families::ALL)
+}

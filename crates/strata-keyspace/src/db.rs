@@ -55,6 +55,11 @@ impl Entry {
         self.expire_at != 0 && self.expire_at <= now_ms
     }
 
+    /// Gives the entry another key (RENAME, MOVE): it must then be inserted under it.
+    pub fn set_key(&mut self, key: &[u8]) {
+        self.key = CompactBytes::new(key);
+    }
+
     /// Records an access at `now_ms`.
     #[inline]
     pub fn touch(&mut self, now_ms: u64) {

@@ -41,6 +41,12 @@ impl Shard {
         &mut self.dbs[index]
     }
 
+    /// A database and the shard's statistics, borrowed together.
+    #[inline]
+    pub fn db_and_stats(&mut self, index: usize) -> (&mut Db, &mut ShardStats) {
+        (&mut self.dbs[index], &mut self.stats)
+    }
+
     #[inline]
     pub fn db_ref(&self, index: usize) -> &Db {
         &self.dbs[index]

@@ -29,6 +29,16 @@ impl Str {
         }
     }
 
+    /// A string stored as given, never converted to "int" (what Redis does with the
+    /// result of INCRBYFLOAT).
+    pub fn plain(bytes: &[u8]) -> Str {
+        if bytes.len() <= EMBSTR_LIMIT {
+            Str::Emb(CompactBytes::new(bytes))
+        } else {
+            Str::Raw(CompactBytes::new(bytes))
+        }
+    }
+
     /// A string modified in place: always "raw".
     pub fn raw(bytes: Vec<u8>) -> Str {
         Str::Raw(CompactBytes::from_vec(bytes))
@@ -45,6 +55,14 @@ impl Str {
 
     pub fn to_vec(&self) -> Vec<u8> {
         self.with_bytes(<[u8]>::to_vec)
+    }
+
+    /// The bytes, reusing the heap allocation when there is one.
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Str::Int(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
+            Str::Emb(b) | Str::Raw(b) => b.into_vec(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -135,7 +153,14 @@ impl Value {
         }
     }
 
+    /// The string, if this is a string value.
     pub fn as_str(&self) -> Option<&Str> {
+        match self {
+            Value::Str(s) => Some(s),
+        }
+    }
+
+    pub fn as_str_mut(&mut self) -> Option<&mut Str> {
         match self {
             Value::Str(s) => Some(s),
         }

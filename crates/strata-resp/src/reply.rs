@@ -91,6 +91,11 @@ impl<'a> ReplyWriter<'a> {
         self.proto
     }
 
+    /// Switches the protocol of the replies written from now on (HELLO, RESET).
+    pub fn set_protocol(&mut self, proto: Protocol) {
+        self.proto = proto;
+    }
+
     /// Whether the client speaks RESP3.
     pub fn is_resp3(&self) -> bool {
         self.proto == Protocol::Resp3

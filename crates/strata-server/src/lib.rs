@@ -1,3 +1,117 @@
-//! The strata server: sockets, connections, configuration.
+//! The strata server: configuration, listeners, connections, background work.
+//!
+//! This is the only crate with sockets, tasks and signals. It wires the keyspace and
+//! the command table together behind a Tokio runtime and implements the command
+//! layer's [`strata_commands::Server`] trait for server-wide commands.
 
 pub mod config;
+pub mod connection;
+pub mod cron;
+pub mod info;
+pub mod listener;
+pub mod logging;
+pub mod memory;
+pub mod state;
+pub mod stats;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+pub use config::ConfigSource;
+pub use state::ServerState;
+
+/// How long shutdown waits for connections to finish their replies.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs a server with this configuration until it is shut down (SIGINT, SIGTERM or
+/// SHUTDOWN). Returns an error if it cannot start.
+pub fn run(
+    config: config::Config,
+    source: ConfigSource,
+    on_loglevel: Option<LogLevelSetter>,
+) -> anyhow::Result<()> {
+    let threads = config.io_threads.max(1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("strata-io")
+        .enable_all()
+        .build()?;
+    runtime.block_on(serve(config, source, on_loglevel))
+}
+
+/// Applies a new log level name at run time (CONFIG SET loglevel).
+pub type LogLevelSetter = Box<dyn Fn(&str) + Send + Sync>;
+
+/// The body of [`run`], for callers that already have a runtime.
+pub async fn serve(
+    config: config::Config,
+    source: ConfigSource,
+    on_loglevel: Option<LogLevelSetter>,
+) -> anyhow::Result<()> {
+    let listeners = listener::bind(&config.bind, config.port, config.tcp_backlog)?;
+    let port = config.port;
+    let state = ServerState::new(config, source);
+    *state.on_loglevel.lock() = on_loglevel;
+    state
+        .tcp_port
+        .store(port as usize, std::sync::atomic::Ordering::Relaxed);
+    let cron = cron::spawn(state.clone());
+    let mut accepts = Vec::new();
+    for l in listeners {
+        let l = TcpListener::from_std(l)?;
+        tracing::info!("Ready to accept connections on {}", l.local_addr()?);
+        accepts.push(tokio::spawn(listener::accept_loop(state.clone(), l)));
+    }
+    wait_for_shutdown(&state).await;
+    tracing::warn!("Shutting down: no new connections; finishing replies in flight");
+    for a in accepts {
+        let _ = a.await;
+    }
+    let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+    while state.connected.load(std::sync::atomic::Ordering::Relaxed) > 0
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let _ = tokio::task::spawn_blocking(move || cron.join()).await;
+    tracing::warn!("strata is now ready to exit, bye bye...");
+    Ok(())
+}
+
+async fn wait_for_shutdown(state: &Arc<ServerState>) {
+    let mut signal = state.shutdown_signal();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal as unix_signal};
+        let mut term = unix_signal(SignalKind::terminate()).ok();
+        let mut int = unix_signal(SignalKind::interrupt()).ok();
+        let term_fut = async {
+            match term.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let int_fut = async {
+            match int.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = term_fut => tracing::warn!("Received SIGTERM scheduling shutdown..."),
+            _ = int_fut => tracing::warn!("Received SIGINT scheduling shutdown..."),
+            _ = signal.changed() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = signal.changed().await;
+    }
+    state.begin_shutdown();
+}

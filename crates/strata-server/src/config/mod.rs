@@ -20,6 +20,7 @@
 
 pub mod directives;
 mod parse;
+pub mod rewrite;
 
 use std::collections::HashSet;
 use std::fmt;

@@ -1,0 +1,217 @@
+//! The context a handler runs in: the shards it holds, its reply buffer, its
+//! connection and the server.
+//!
+//! The dispatcher locks the shards of a command's keys (from the command table's key
+//! specs) in ascending order before the handler runs, so a multi-key command is atomic.
+//! A handler may touch other shards only in ascending order; [`Keys`] enforces that by
+//! locking a higher shard on demand, and by re-locking everything in order otherwise
+//! (which a correct key spec never causes).
+
+use parking_lot::MutexGuard;
+use smallvec::SmallVec;
+use strata_keyspace::{Db, Entry, Keyspace, Shard, Str, Ttl, Value};
+use strata_resp::ReplyWriter;
+
+use crate::conn::ConnState;
+use crate::error::CmdError;
+use crate::server::Server;
+use crate::table::Command;
+
+/// A handler's view of the keyspace: one database, the shards it holds, the time.
+pub struct Keys<'a> {
+    pub ks: &'a Keyspace,
+    /// The selected database.
+    pub db: usize,
+    /// The time of this command, in Unix milliseconds (fixed for the command).
+    pub now_ms: u64,
+    /// Number of changes made (Redis's `server.dirty` increments).
+    pub dirty: u64,
+    guards: SmallVec<[(usize, MutexGuard<'a, Shard>); 4]>,
+    /// Whether `guards` holds every shard, in index order.
+    all: bool,
+}
+
+impl<'a> Keys<'a> {
+    pub fn new(ks: &'a Keyspace, db: usize, now_ms: u64) -> Keys<'a> {
+        Keys {
+            ks,
+            db,
+            now_ms,
+            dirty: 0,
+            guards: SmallVec::new(),
+            all: false,
+        }
+    }
+
+    /// Locks the shards of these keys, in ascending order. Nothing may be held yet.
+    pub fn lock_keys<'k>(&mut self, keys: impl Iterator<Item = &'k [u8]>) {
+        debug_assert!(self.guards.is_empty());
+        let mut shards: SmallVec<[usize; 8]> = keys.map(|k| self.ks.shard_of(k)).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        for s in shards {
+            self.guards.push((s, self.ks.lock(s)));
+        }
+    }
+
+    /// Locks every shard (commands that touch the whole keyspace atomically).
+    pub fn lock_all(&mut self) {
+        if self.all {
+            return;
+        }
+        self.guards.clear();
+        for s in 0..self.ks.num_shards() {
+            self.guards.push((s, self.ks.lock(s)));
+        }
+        self.all = true;
+    }
+
+    /// Releases every shard held.
+    pub fn release(&mut self) {
+        self.guards.clear();
+        self.all = false;
+    }
+
+    pub fn holds_all(&self) -> bool {
+        self.all
+    }
+
+    /// The shard with this index, locking it if needed (see the module docs).
+    pub fn shard(&mut self, idx: usize) -> &mut Shard {
+        if self.all {
+            return &mut self.guards[idx].1;
+        }
+        let i = match self.guards.binary_search_by_key(&idx, |g| g.0) {
+            Ok(i) => i,
+            Err(pos) if pos == self.guards.len() => {
+                self.guards.push((idx, self.ks.lock(idx)));
+                pos
+            }
+            Err(pos) => {
+                debug_assert!(false, "shard {idx} needed out of lock order");
+                let mut held: SmallVec<[usize; 8]> = self.guards.iter().map(|g| g.0).collect();
+                held.insert(pos, idx);
+                self.guards.clear();
+                for s in held {
+                    self.guards.push((s, self.ks.lock(s)));
+                }
+                pos
+            }
+        };
+        &mut self.guards[i].1
+    }
+
+    /// Calls `f` on every shard in turn. Shards already held stay held; otherwise
+    /// each is locked only for its call (so nothing else may be held).
+    pub fn for_each_shard(&mut self, mut f: impl FnMut(&mut Shard)) {
+        if self.all {
+            for (_, g) in self.guards.iter_mut() {
+                f(g);
+            }
+            return;
+        }
+        debug_assert!(self.guards.is_empty(), "for_each_shard with shards held");
+        for s in 0..self.ks.num_shards() {
+            f(&mut self.ks.lock(s));
+        }
+    }
+
+    /// The selected database of the shard holding `key`, and the key's hash.
+    #[inline]
+    pub fn db_for(&mut self, key: &[u8]) -> (u64, &mut Db) {
+        let hash = self.ks.hash(key);
+        let s = self.ks.shard_of_hash(hash);
+        let db = self.db;
+        (hash, self.shard(s).db(db))
+    }
+
+    /// Database `db` (not necessarily the selected one) of the shard holding `key`.
+    pub fn other_db_for(&mut self, db: usize, key: &[u8]) -> (u64, &mut Db) {
+        let hash = self.ks.hash(key);
+        let s = self.ks.shard_of_hash(hash);
+        (hash, self.shard(s).db(db))
+    }
+
+    /// Looks a key up for reading: counts a hit or a miss and records the access.
+    #[inline]
+    pub fn read(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let hash = self.ks.hash(key);
+        let s = self.ks.shard_of_hash(hash);
+        let (db, now) = (self.db, self.now_ms);
+        let (db, stats) = self.shard(s).db_and_stats(db);
+        match db.get(hash, key, now) {
+            Some(e) => {
+                stats.keyspace_hits += 1;
+                e.touch(now);
+                Some(e)
+            }
+            None => {
+                stats.keyspace_misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Looks a key up for writing (no hit/miss statistics).
+    #[inline]
+    pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let now = self.now_ms;
+        let (hash, db) = self.db_for(key);
+        let e = db.get(hash, key, now)?;
+        e.touch(now);
+        Some(e)
+    }
+
+    /// Reads a string value: `Ok(None)` if absent, WRONGTYPE if not a string.
+    #[inline]
+    pub fn read_str(&mut self, key: &[u8]) -> Result<Option<&Str>, CmdError> {
+        match self.read(key) {
+            None => Ok(None),
+            Some(e) => e.value.as_str().map(Some).ok_or(CmdError::WrongType),
+        }
+    }
+
+    /// Whether `key` exists (without touching it).
+    pub fn exists(&mut self, key: &[u8]) -> bool {
+        let now = self.now_ms;
+        let (hash, db) = self.db_for(key);
+        db.contains(hash, key, now)
+    }
+
+    /// Stores a value; returns the live value replaced.
+    pub fn set(&mut self, key: &[u8], value: Value, ttl: Ttl) -> Option<Value> {
+        let now = self.now_ms;
+        let (hash, db) = self.db_for(key);
+        db.set(hash, key, value, ttl, now)
+    }
+
+    /// Removes a key; returns its value if it was live.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
+        let now = self.now_ms;
+        let (hash, db) = self.db_for(key);
+        db.remove(hash, key, now)
+    }
+
+    /// Records a change to `key` (Redis's `signalModifiedKey` plus a keyspace event).
+    #[inline]
+    pub fn changed(&mut self, _key: &[u8], _event: &'static str) {
+        self.dirty += 1;
+    }
+}
+
+/// Everything a handler gets.
+pub struct Ctx<'a> {
+    pub keys: Keys<'a>,
+    pub out: ReplyWriter<'a>,
+    pub conn: &'a mut ConnState,
+    pub server: &'a dyn Server,
+    /// The command (or subcommand) being run.
+    pub cmd: &'static Command,
+}
+
+impl Ctx<'_> {
+    /// The command's full name, as error messages show it.
+    pub fn name(&self) -> String {
+        self.cmd.full_name()
+    }
+}

@@ -1,0 +1,200 @@
+//! Running one command: look it up, check it, lock its shards, call its handler.
+//!
+//! The checks come from the command table and happen in Redis's order (unknown command,
+//! arity, authentication) before the handler runs, so handlers never repeat them.
+
+use smallvec::SmallVec;
+use strata_keyspace::Keyspace;
+use strata_resp::ReplyWriter;
+
+use crate::conn::ConnState;
+use crate::ctx::{Ctx, Keys};
+use crate::error::CmdError;
+use crate::server::Server;
+use crate::spec::{BeginSearch, FindKeys, Flags};
+use crate::table::{Command, Registry, key_positions};
+
+/// What happened when a command ran, for the caller's statistics.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome {
+    /// The command run, if the name was known.
+    pub cmd: Option<&'static Command>,
+    /// Whether it was rejected before running (unknown, arity, auth).
+    pub rejected: bool,
+    /// Whether it replied with an error.
+    pub failed: bool,
+    /// Keys changed.
+    pub dirty: u64,
+}
+
+/// Finds the command (or subcommand) `argv` names, or the error to reply with.
+pub fn resolve(
+    registry: &Registry,
+    argv: &[&[u8]],
+) -> Result<&'static Command, (Option<&'static Command>, CmdError)> {
+    let Some(name) = argv.first() else {
+        return Err((None, CmdError::err("empty command")));
+    };
+    let Some(cmd) = registry.get(name) else {
+        return Err((None, unknown_command(argv)));
+    };
+    let cmd = if cmd.subcommands.is_empty() || (argv.len() == 1 && cmd.handler.is_some()) {
+        cmd
+    } else {
+        let Some(sub) = argv.get(1) else {
+            return Err((Some(cmd), CmdError::WrongArity(cmd.name.to_string())));
+        };
+        match Registry::subcommand(cmd, sub) {
+            Some(s) => s,
+            None => return Err((Some(cmd), CmdError::unknown_subcommand(cmd.name, sub))),
+        }
+    };
+    if !arity_ok(cmd.arity, argv.len()) {
+        return Err((Some(cmd), CmdError::WrongArity(cmd.full_name())));
+    }
+    Ok(cmd)
+}
+
+#[inline]
+pub fn arity_ok(arity: i32, argc: usize) -> bool {
+    let argc = argc as i64;
+    let arity = arity as i64;
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
+    }
+}
+
+/// Redis's text for an unknown command: the name and the first arguments, each
+/// quoted, up to about 128 bytes.
+pub fn unknown_command(argv: &[&[u8]]) -> CmdError {
+    let name = String::from_utf8_lossy(&argv[0][..argv[0].len().min(128)]).into_owned();
+    let mut args = String::new();
+    for arg in &argv[1..] {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        let text = String::from_utf8_lossy(&arg[..arg.len().min(room)]).into_owned();
+        args.push('\'');
+        args.push_str(&text);
+        args.push_str("' ");
+    }
+    CmdError::coded(format!(
+        "ERR unknown command '{name}', with args beginning with: {args}"
+    ))
+}
+
+/// Runs `argv` for a connection, appending the reply to `out`.
+pub fn execute(
+    server: &dyn Server,
+    ks: &Keyspace,
+    conn: &mut ConnState,
+    out: &mut Vec<u8>,
+    argv: &[&[u8]],
+    now_ms: u64,
+) -> Outcome {
+    let proto = conn.proto;
+    let cmd = match resolve(server.registry(), argv) {
+        Ok(cmd) => cmd,
+        Err((cmd, e)) => {
+            ReplyWriter::new(out, proto).error(e.to_string().as_bytes());
+            return Outcome {
+                cmd,
+                rejected: true,
+                failed: true,
+                dirty: 0,
+            };
+        }
+    };
+    if !conn.authenticated && !cmd.flags.contains(Flags::NO_AUTH) {
+        ReplyWriter::new(out, proto).error(b"NOAUTH Authentication required.");
+        return Outcome {
+            cmd: Some(cmd),
+            rejected: true,
+            failed: true,
+            dirty: 0,
+        };
+    }
+    run(server, ks, conn, out, cmd, argv, now_ms)
+}
+
+/// Runs a resolved and checked command.
+pub fn run(
+    server: &dyn Server,
+    ks: &Keyspace,
+    conn: &mut ConnState,
+    out: &mut Vec<u8>,
+    cmd: &'static Command,
+    argv: &[&[u8]],
+    now_ms: u64,
+) -> Outcome {
+    let Some(handler) = cmd.handler else {
+        ReplyWriter::new(out, conn.proto)
+            .error(CmdError::WrongArity(cmd.full_name()).to_string().as_bytes());
+        return Outcome {
+            cmd: Some(cmd),
+            rejected: true,
+            failed: true,
+            dirty: 0,
+        };
+    };
+    let mut keys = Keys::new(ks, conn.db, now_ms);
+    lock_for(&mut keys, cmd, argv);
+    let proto = conn.proto;
+    let start = out.len();
+    let mut ctx = Ctx {
+        keys,
+        out: ReplyWriter::new(out, proto),
+        conn,
+        server,
+        cmd,
+    };
+    let result = handler(&mut ctx, argv);
+    let dirty = ctx.keys.dirty;
+    drop(ctx);
+    let failed = match result {
+        Ok(()) => out.get(start) == Some(&b'-'),
+        Err(e) => {
+            debug_assert_eq!(
+                out.len(),
+                start,
+                "{} wrote a reply and then failed",
+                cmd.full_name()
+            );
+            out.truncate(start);
+            ReplyWriter::new(out, proto).error(e.to_string().as_bytes());
+            true
+        }
+    };
+    if dirty > 0 {
+        server.add_dirty(dirty);
+    }
+    Outcome {
+        cmd: Some(cmd),
+        rejected: false,
+        failed,
+        dirty,
+    }
+}
+
+/// Locks the shards of the command's keys before it runs.
+fn lock_for(keys: &mut Keys<'_>, cmd: &Command, argv: &[&[u8]]) {
+    // The common case, one key at a fixed position, without building a list.
+    if let [spec] = cmd.key_specs
+        && let (BeginSearch::Index(i), FindKeys::Range { last_key: 0, .. }) =
+            (spec.begin, spec.find)
+        && cmd.getkeys.is_none()
+    {
+        if let Some(key) = argv.get(i as usize) {
+            keys.lock_keys(std::iter::once(*key));
+        }
+        return;
+    }
+    if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {
+        return;
+    }
+    let positions: SmallVec<[usize; 8]> = key_positions(cmd, argv).into_iter().collect();
+    keys.lock_keys(positions.iter().filter_map(|&i| argv.get(i).copied()));
+}

@@ -1,0 +1,600 @@
+//! Connection commands: PING, ECHO, QUIT, HELLO, AUTH, SELECT, SWAPDB, RESET, CLIENT.
+
+use std::sync::atomic::Ordering;
+
+use strata_resp::Protocol;
+
+use crate::conn::ClientInfo;
+use crate::ctx::Ctx;
+use crate::error::{CmdError, CmdResult};
+use crate::families::keys::db_index;
+use crate::parse::{self, is};
+use crate::spec::Group;
+use crate::table::Command;
+use crate::{acl, flags};
+
+const CONNECTION: Command = Command {
+    group: Group::Connection,
+    acl: acl!(CONNECTION),
+    ..Command::DEFAULT
+};
+
+const CLIENT_SUB: Command = Command {
+    flags: flags!(NOSCRIPT, LOADING, STALE),
+    complexity: "O(1)",
+    ..CONNECTION
+};
+
+/// The Redis version reported to clients that check it (HELLO, INFO): strata
+/// implements this version's commands and replies.
+pub const REDIS_VERSION: &str = "7.0.15";
+
+pub const COMMANDS: &[Command] = &[
+    Command {
+        name: "ping",
+        arity: -1,
+        flags: flags!(FAST),
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        summary: "Returns the server's liveliness response.",
+        complexity: "O(1)",
+        handler: Some(ping),
+        ..CONNECTION
+    },
+    Command {
+        name: "echo",
+        arity: 2,
+        flags: flags!(LOADING, STALE, FAST),
+        summary: "Returns the given string.",
+        complexity: "O(1)",
+        handler: Some(echo),
+        ..CONNECTION
+    },
+    Command {
+        name: "quit",
+        arity: -1,
+        flags: flags!(NOSCRIPT, LOADING, STALE, FAST, NO_AUTH, ALLOW_BUSY),
+        summary: "Closes the connection.",
+        complexity: "O(1)",
+        handler: Some(quit),
+        ..CONNECTION
+    },
+    Command {
+        name: "hello",
+        arity: -1,
+        flags: flags!(NOSCRIPT, LOADING, STALE, FAST, NO_AUTH, ALLOW_BUSY),
+        since: "6.0.0",
+        summary: "Handshakes with the server: protocol version, authentication, client name.",
+        complexity: "O(1)",
+        handler: Some(hello),
+        ..CONNECTION
+    },
+    Command {
+        name: "auth",
+        arity: -2,
+        flags: flags!(NOSCRIPT, LOADING, STALE, FAST, NO_AUTH, ALLOW_BUSY),
+        summary: "Authenticates the connection.",
+        complexity: "O(N) where N is the number of passwords defined for the user",
+        handler: Some(auth),
+        ..CONNECTION
+    },
+    Command {
+        name: "select",
+        arity: 2,
+        flags: flags!(LOADING, STALE, FAST),
+        summary: "Changes the selected database.",
+        complexity: "O(1)",
+        handler: Some(select),
+        ..CONNECTION
+    },
+    Command {
+        name: "swapdb",
+        arity: 3,
+        flags: flags!(WRITE, FAST),
+        acl: acl!(KEYSPACE, DANGEROUS),
+        group: Group::Server,
+        since: "4.0.0",
+        summary: "Swaps two databases.",
+        complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
+        handler: Some(swapdb),
+        ..CONNECTION
+    },
+    Command {
+        name: "reset",
+        arity: 1,
+        flags: flags!(NOSCRIPT, LOADING, STALE, FAST, NO_AUTH, ALLOW_BUSY),
+        since: "6.2.0",
+        summary: "Resets the connection.",
+        complexity: "O(1)",
+        handler: Some(reset),
+        ..CONNECTION
+    },
+    Command {
+        name: "client",
+        arity: -2,
+        acl: acl!(),
+        since: "2.4.0",
+        summary: "A container for client connection commands.",
+        complexity: "Depends on subcommand.",
+        subcommands: &[
+            Command {
+                name: "id",
+                arity: 2,
+                since: "5.0.0",
+                summary: "Returns the unique client ID of the connection.",
+                handler: Some(client_id),
+                ..CLIENT_SUB
+            },
+            Command {
+                name: "getname",
+                arity: 2,
+                since: "2.6.9",
+                summary: "Returns the name of the connection.",
+                handler: Some(client_getname),
+                ..CLIENT_SUB
+            },
+            Command {
+                name: "setname",
+                arity: 3,
+                since: "2.6.9",
+                summary: "Sets the connection name.",
+                handler: Some(client_setname),
+                ..CLIENT_SUB
+            },
+            Command {
+                name: "info",
+                arity: 2,
+                tips: &["nondeterministic_output"],
+                since: "6.2.0",
+                summary: "Returns information about the connection.",
+                handler: Some(client_info),
+                ..CLIENT_SUB
+            },
+            Command {
+                name: "list",
+                arity: -2,
+                flags: flags!(ADMIN, NOSCRIPT, LOADING, STALE),
+                tips: &["nondeterministic_output"],
+                since: "2.4.0",
+                summary: "Lists open connections.",
+                complexity: "O(N) where N is the number of client connections",
+                handler: Some(client_list),
+                ..CLIENT_SUB
+            },
+            Command {
+                name: "kill",
+                arity: -3,
+                flags: flags!(ADMIN, NOSCRIPT, LOADING, STALE),
+                since: "2.4.0",
+                summary: "Terminates open connections.",
+                complexity: "O(N) where N is the number of client connections",
+                handler: Some(client_kill),
+                ..CLIENT_SUB
+            },
+            Command {
+                name: "help",
+                arity: 2,
+                flags: flags!(LOADING, STALE),
+                since: "5.0.0",
+                summary: "Returns helpful text about the different subcommands.",
+                handler: Some(client_help),
+                ..CLIENT_SUB
+            },
+        ],
+        ..CONNECTION
+    },
+];
+
+fn ping(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    match args {
+        [_] => ctx.out.simple(b"PONG"),
+        [_, msg] => ctx.out.bulk(msg),
+        _ => return Err(CmdError::WrongArity(ctx.name())),
+    }
+    Ok(())
+}
+
+fn echo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    ctx.out.bulk(args[1]);
+    Ok(())
+}
+
+fn quit(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    ctx.conn.close_after_reply = true;
+    ctx.out.ok();
+    Ok(())
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Checks credentials against the default user (the only user until ACLs exist):
+/// with no `requirepass` it accepts any password.
+fn check_credentials(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    match ctx.server.requirepass() {
+        None => true,
+        Some(p) => constant_time_eq(p.as_bytes(), pass),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn auth(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (user, pass): (&[u8], &[u8]) = match args {
+        [_, pass] => {
+            if ctx.server.requirepass().is_none() {
+                return Err(CmdError::err(
+                    "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                ));
+            }
+            (b"default", pass)
+        }
+        [_, user, pass] => (user, pass),
+        _ => return Err(CmdError::Syntax),
+    };
+    if check_credentials(ctx, user, pass) {
+        ctx.conn.authenticated = true;
+        ctx.out.ok();
+        Ok(())
+    } else {
+        Err(CmdError::coded(WRONGPASS))
+    }
+}
+
+/// Validates a client name as Redis does: printable ASCII without spaces.
+fn valid_name(name: &[u8]) -> Result<(), CmdError> {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::err(
+            "Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
+fn set_name(ctx: &mut Ctx, name: &[u8]) {
+    *ctx.conn.info.name.lock() = if name.is_empty() {
+        None
+    } else {
+        Some(name.to_vec())
+    };
+}
+
+fn hello(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut version = None;
+    let mut i = 1;
+    if let Some(v) = args.get(1) {
+        let v = parse::int(v)
+            .map_err(|_| CmdError::err("Protocol version is not an integer or out of range"))?;
+        if !(2..=3).contains(&v) {
+            return Err(CmdError::coded("NOPROTO unsupported protocol version"));
+        }
+        version = Some(v);
+        i = 2;
+    }
+    let mut credentials = None;
+    let mut name = None;
+    while i < args.len() {
+        let more = args.len() - 1 - i;
+        if is(args[i], "auth") && more >= 2 {
+            credentials = Some((args[i + 1], args[i + 2]));
+            i += 3;
+        } else if is(args[i], "setname") && more >= 1 {
+            name = Some(args[i + 1]);
+            i += 2;
+        } else {
+            return Err(CmdError::err(format!(
+                "Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(args[i])
+            )));
+        }
+    }
+    if let Some((user, pass)) = credentials {
+        if !check_credentials(ctx, user, pass) {
+            return Err(CmdError::coded(WRONGPASS));
+        }
+        ctx.conn.authenticated = true;
+    }
+    if !ctx.conn.authenticated {
+        return Err(CmdError::coded(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(name) = name {
+        valid_name(name)?;
+        set_name(ctx, name);
+    }
+    if let Some(v) = version {
+        let proto = if v == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
+        ctx.conn.set_proto(proto);
+        // The reply itself is already in the new protocol.
+        ctx.out.set_protocol(proto);
+    }
+    let proto = if ctx.conn.proto == Protocol::Resp3 {
+        3
+    } else {
+        2
+    };
+    ctx.out.map(7);
+    ctx.out.bulk(b"server");
+    ctx.out.bulk(b"redis");
+    ctx.out.bulk(b"version");
+    ctx.out.bulk(REDIS_VERSION.as_bytes());
+    ctx.out.bulk(b"proto");
+    ctx.out.integer(proto);
+    ctx.out.bulk(b"id");
+    ctx.out.integer(ctx.conn.id() as i64);
+    ctx.out.bulk(b"mode");
+    ctx.out.bulk(b"standalone");
+    ctx.out.bulk(b"role");
+    ctx.out.bulk(b"master");
+    ctx.out.bulk(b"modules");
+    ctx.out.array(0);
+    Ok(())
+}
+
+fn select(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let db = db_index(ctx, args[1])?;
+    ctx.conn.set_db(db);
+    ctx.keys.db = db;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let parse_index = |arg: &[u8], what: &'static str| -> Result<i64, CmdError> {
+        let n = parse::int(arg).map_err(|_| CmdError::err(what))?;
+        if n < i32::MIN as i64 || n > i32::MAX as i64 {
+            return Err(CmdError::err(what));
+        }
+        Ok(n)
+    };
+    let a = parse_index(args[1], "invalid first DB index")?;
+    let b = parse_index(args[2], "invalid second DB index")?;
+    let dbs = ctx.server.databases() as i64;
+    if a < 0 || a >= dbs || b < 0 || b >= dbs {
+        return Err(CmdError::DbIndexOutOfRange);
+    }
+    ctx.keys.lock_all();
+    ctx.keys
+        .for_each_shard(|shard| shard.swap_dbs(a as usize, b as usize));
+    ctx.keys.dirty += 1;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    ctx.conn.set_db(0);
+    ctx.conn.set_proto(Protocol::Resp2);
+    ctx.conn.authenticated = ctx.server.requirepass().is_none();
+    *ctx.conn.info.name.lock() = None;
+    ctx.out.set_protocol(Protocol::Resp2);
+    ctx.out.simple(b"RESET");
+    Ok(())
+}
+
+fn client_id(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    ctx.out.integer(ctx.conn.id() as i64);
+    Ok(())
+}
+
+fn client_getname(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    match ctx.conn.info.name() {
+        Some(n) => ctx.out.bulk(&n),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn client_setname(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    valid_name(args[2])?;
+    set_name(ctx, args[2]);
+    ctx.out.ok();
+    Ok(())
+}
+
+/// One CLIENT LIST line, with Redis's fields.
+pub fn client_line(c: &ClientInfo, now_ms: u64, registry: &crate::table::Registry) -> String {
+    let name = c
+        .name()
+        .map(|n| String::from_utf8_lossy(&n).into_owned())
+        .unwrap_or_default();
+    let cmd = registry
+        .by_id(c.last_cmd.load(Ordering::Relaxed))
+        .map_or("NULL".to_string(), |c| c.full_name());
+    let age = now_ms.saturating_sub(c.created_ms) / 1000;
+    let idle = now_ms.saturating_sub(c.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
+    let qbuf = c.qbuf.load(Ordering::Relaxed);
+    let qbuf_free = c.qbuf_free.load(Ordering::Relaxed);
+    let omem = c.obuf.load(Ordering::Relaxed);
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        c.fd,
+        name,
+        age,
+        idle,
+        c.db.load(Ordering::Relaxed),
+        qbuf,
+        qbuf_free,
+        qbuf + qbuf_free,
+        qbuf,
+        omem,
+        qbuf + qbuf_free + omem,
+        cmd,
+        c.resp.load(Ordering::Relaxed),
+    )
+}
+
+fn client_info(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    let mut line = client_line(&ctx.conn.info, ctx.keys.now_ms, ctx.server.registry());
+    line.push('\n');
+    ctx.out.verbatim(b"txt", line.as_bytes());
+    Ok(())
+}
+
+fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut clients = ctx.server.clients();
+    clients.sort_by_key(|c| c.id);
+    if args.len() == 4 && is(args[2], "type") {
+        let t = args[3];
+        match client_type(t) {
+            Some("normal") => {}
+            Some(_) => clients.clear(),
+            None => {
+                return Err(CmdError::err(format!(
+                    "Unknown client type '{}'",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+        }
+    } else if args.len() > 3 && is(args[2], "id") {
+        let mut ids = Vec::new();
+        for a in &args[3..] {
+            ids.push(parse::int(a).map_err(|_| CmdError::err("Invalid client ID"))?);
+        }
+        clients.retain(|c| ids.contains(&(c.id as i64)));
+        // Redis lists them in the order the ids were given.
+        clients.sort_by_key(|c| ids.iter().position(|&i| i == c.id as i64));
+    } else if args.len() != 2 {
+        return Err(CmdError::Syntax);
+    }
+    let now = ctx.keys.now_ms;
+    let registry = ctx.server.registry();
+    let mut text = String::new();
+    for c in &clients {
+        text.push_str(&client_line(c, now, registry));
+        text.push('\n');
+    }
+    ctx.out.verbatim(b"txt", text.as_bytes());
+    Ok(())
+}
+
+fn client_type(name: &[u8]) -> Option<&'static str> {
+    let name = name.to_ascii_lowercase();
+    match name.as_slice() {
+        b"normal" => Some("normal"),
+        b"slave" | b"replica" => Some("replica"),
+        b"master" => Some("master"),
+        b"pubsub" => Some("pubsub"),
+        _ => None,
+    }
+}
+
+fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let me = ctx.conn.id();
+    let clients = ctx.server.clients();
+    if args.len() == 3 {
+        let addr = args[2];
+        let Some(c) = clients.iter().find(|c| c.addr.as_bytes() == addr) else {
+            return Err(CmdError::err("No such client"));
+        };
+        if c.id == me {
+            ctx.conn.close_after_reply = true;
+        } else {
+            c.kill();
+        }
+        ctx.out.ok();
+        return Ok(());
+    }
+    if args.len().is_multiple_of(2) {
+        return Err(CmdError::Syntax);
+    }
+    let mut id = None;
+    let mut kind: Option<&'static str> = None;
+    let mut addr = None;
+    let mut laddr = None;
+    let mut user = None;
+    let mut skipme = true;
+    for pair in args[2..].chunks_exact(2) {
+        let (opt, val) = (pair[0], pair[1]);
+        if is(opt, "id") {
+            let n = parse::int(val).ok().filter(|&n| n > 0);
+            id = Some(n.ok_or_else(|| CmdError::err("client-id should be greater than 0"))? as u64);
+        } else if is(opt, "type") {
+            kind = Some(client_type(val).ok_or_else(|| {
+                CmdError::err(format!(
+                    "Unknown client type '{}'",
+                    String::from_utf8_lossy(val)
+                ))
+            })?);
+        } else if is(opt, "addr") {
+            addr = Some(val);
+        } else if is(opt, "laddr") {
+            laddr = Some(val);
+        } else if is(opt, "user") {
+            if val != b"default" {
+                return Err(CmdError::err(format!(
+                    "No such user '{}'",
+                    String::from_utf8_lossy(val)
+                )));
+            }
+            user = Some(val);
+        } else if is(opt, "skipme") {
+            skipme = if is(val, "yes") {
+                true
+            } else if is(val, "no") {
+                false
+            } else {
+                return Err(CmdError::Syntax);
+            };
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let mut killed = 0;
+    for c in &clients {
+        let matches = id.is_none_or(|i| c.id == i)
+            && kind.is_none_or(|k| k == "normal")
+            && addr.is_none_or(|a| c.addr.as_bytes() == a)
+            && laddr.is_none_or(|a| c.laddr.as_bytes() == a)
+            && user.is_none_or(|_| true);
+        if !matches || (skipme && c.id == me) {
+            continue;
+        }
+        if c.id == me {
+            ctx.conn.close_after_reply = true;
+        } else {
+            c.kill();
+        }
+        killed += 1;
+    }
+    ctx.out.integer(killed);
+    Ok(())
+}
+
+fn client_help(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    crate::families::help(
+        ctx,
+        "CLIENT",
+        &[
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are: ID <client-id>, TYPE <type>, USER <username>,",
+            "    ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO).",
+            "LIST [TYPE <type>] [ID <id> [<id> ...]]",
+            "    Return information about client connections.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+        ],
+    );
+    Ok(())
+}

@@ -1,0 +1,34 @@
+//! The command families, one module per Redis group, each with its table entries
+//! next to its handlers.
+
+pub mod command;
+pub mod connection;
+pub mod keys;
+pub mod lcs;
+pub mod server;
+pub mod string;
+
+use crate::ctx::Ctx;
+use crate::table::Command;
+
+/// Every family's table entries.
+pub const ALL: &[&[Command]] = &[
+    string::COMMANDS,
+    keys::COMMANDS,
+    connection::COMMANDS,
+    server::COMMANDS,
+    command::COMMANDS,
+];
+
+/// Writes a HELP reply: a header, the given lines, and the HELP entry, as status
+/// strings.
+pub fn help(ctx: &mut Ctx, command: &str, lines: &[&str]) {
+    ctx.out.array(lines.len() + 3);
+    let header = format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    ctx.out.simple(header.as_bytes());
+    for line in lines {
+        ctx.out.simple(line.as_bytes());
+    }
+    ctx.out.simple(b"HELP");
+    ctx.out.simple(b"    Print this help.");
+}

@@ -1,0 +1,100 @@
+//! Argument parsing with Redis's rules and error texts.
+
+use crate::error::CmdError;
+
+/// Parses an integer as Redis's `string2ll`: canonical decimal only (no '+', no
+/// leading zeros, no spaces), within i64.
+pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
+    strata_keyspace::value::parse_canonical_i64(arg).ok_or(CmdError::NotInteger)
+}
+
+/// Parses a float as Redis's `getDoubleFromObject`: all of the argument, no leading
+/// space, not NaN; "inf" and "-inf" are accepted.
+pub fn float(arg: &[u8]) -> Result<f64, CmdError> {
+    parse_f64(arg).ok_or(CmdError::NotFloat)
+}
+
+/// The `strtod`-compatible part of [`float`], returning `None` on failure.
+pub fn parse_f64(arg: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(arg).ok()?;
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return None;
+    }
+    let lower = s.to_ascii_lowercase();
+    let body = lower.trim_start_matches(['+', '-']);
+    // Rust accepts "infinity" and "nan" as strtod does, but not hexadecimal floats.
+    if body.starts_with("0x") {
+        return parse_hex_f64(&lower);
+    }
+    if lower.len() - body.len() > 1 {
+        return None;
+    }
+    let v: f64 = lower.parse().ok()?;
+    if v.is_nan() {
+        return None;
+    }
+    Some(v)
+}
+
+/// Hexadecimal floats as `strtod` reads them ("0x1p3", "-0x1.8").
+fn parse_hex_f64(s: &str) -> Option<f64> {
+    let (neg, rest) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let rest = rest.strip_prefix("0x")?;
+    let (mantissa, exp) = match rest.split_once('p') {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (rest, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int_part.chars() {
+        v = v * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac_part.chars() {
+        v += c.to_digit(16)? as f64 * scale;
+        scale /= 16.0;
+    }
+    let v = v * 2f64.powi(exp);
+    Some(if neg { -v } else { v })
+}
+
+/// Case-insensitive comparison of an argument with an option name.
+#[inline]
+pub fn is(arg: &[u8], name: &str) -> bool {
+    arg.eq_ignore_ascii_case(name.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers() {
+        assert_eq!(int(b"10"), Ok(10));
+        assert_eq!(int(b"-10"), Ok(-10));
+        assert!(int(b"010").is_err());
+        assert!(int(b"+1").is_err());
+        assert!(int(b"1.0").is_err());
+    }
+
+    #[test]
+    fn floats() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
+        assert_eq!(parse_f64(b".5"), Some(0.5));
+        assert_eq!(parse_f64(b"0x10"), Some(16.0));
+        assert_eq!(parse_f64(b"0x1p-1"), Some(0.5));
+        for bad in [&b"nan"[..], b"", b" 1", b"1 ", b"abc", b"--1", b"1e"] {
+            assert_eq!(parse_f64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! What handlers may ask of the server they run in: configuration, other clients,
+//! INFO, shutdown. The server crate implements [`Server`]; tests use a small fake.
+
+use std::sync::Arc;
+
+use strata_keyspace::Detached;
+
+use crate::conn::ClientInfo;
+use crate::table::Registry;
+
+/// How SHUTDOWN was asked to treat the dataset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShutdownMode {
+    Default,
+    Save,
+    NoSave,
+}
+
+pub trait Server: Send + Sync {
+    fn registry(&self) -> &Registry;
+
+    /// Number of logical databases (`databases`).
+    fn databases(&self) -> usize;
+
+    /// The largest string a command may build (`proto-max-bulk-len`).
+    fn max_bulk_len(&self) -> usize;
+
+    /// CONFIG GET: name/value pairs matching any of the patterns.
+    fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)>;
+
+    /// CONFIG SET, all or nothing. The error is the whole reply text ("ERR ...").
+    fn config_set(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String>;
+
+    /// CONFIG RESETSTAT.
+    fn reset_stats(&self);
+
+    /// CONFIG REWRITE.
+    fn config_rewrite(&self) -> Result<(), String>;
+
+    /// The INFO text for the requested sections (empty: the default sections).
+    fn info(&self, sections: &[&[u8]]) -> String;
+
+    /// Every connected client.
+    fn clients(&self) -> Vec<Arc<ClientInfo>>;
+
+    /// The password clients must give (`requirepass`), if any.
+    fn requirepass(&self) -> Option<String>;
+
+    /// Whether DEBUG may run for a client (`enable-debug-command`).
+    fn debug_allowed(&self, client: &ClientInfo) -> bool;
+
+    /// Begins a shutdown; the error is the whole reply text.
+    fn shutdown(&self, mode: ShutdownMode) -> Result<(), String>;
+
+    /// Frees detached data somewhere other than the caller's thread.
+    fn free_later(&self, data: Vec<Detached>);
+
+    /// Turns active expiry on or off (DEBUG SET-ACTIVE-EXPIRE).
+    fn set_active_expire(&self, on: bool);
+
+    /// Called after a command that changed `n` keys (for statistics and persistence).
+    fn add_dirty(&self, n: u64);
+}

@@ -1,0 +1,441 @@
+//! The command table: one [`Command`] per Redis command, and the [`Registry`] that
+//! looks them up by name.
+//!
+//! The table is data. Arity errors, unknown-command errors, COMMAND INFO / DOCS /
+//! COUNT / GETKEYS, key positions for locking, ACL categories and "is this a write"
+//! are all derived from it; adding a command is one entry next to its handler in the
+//! family module (`crate::families`).
+
+use std::collections::HashMap;
+
+use crate::ctx::Ctx;
+use crate::error::CmdResult;
+use crate::spec::{Acl, BeginSearch, FindKeys, Flags, Group, KeySpec};
+
+/// A command handler: runs against the context, writes its reply to `ctx.out` or
+/// returns an error before writing anything.
+pub type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
+
+/// Extracts key positions for commands whose keys the key specs cannot describe
+/// fully (movable keys).
+pub type GetKeys = fn(&[&[u8]]) -> Vec<usize>;
+
+/// One command (or subcommand) and its metadata.
+#[derive(Clone, Copy)]
+pub struct Command {
+    /// Lower-case name; for a subcommand, the part after the container's name.
+    pub name: &'static str,
+    /// Redis's arity: N means exactly N arguments (including the name), -N at least N.
+    pub arity: i32,
+    pub flags: Flags,
+    /// ACL categories beyond those the flags imply.
+    pub acl: Acl,
+    pub key_specs: &'static [KeySpec],
+    pub tips: &'static [&'static str],
+    pub group: Group,
+    pub since: &'static str,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    /// `None` for containers, whose subcommands carry the handlers.
+    pub handler: Option<Handler>,
+    pub subcommands: &'static [Command],
+    pub getkeys: Option<GetKeys>,
+    /// Set by the registry: the container's name for a subcommand.
+    pub parent: Option<&'static str>,
+    /// Set by the registry: a dense id for per-command statistics.
+    pub id: usize,
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Command")
+            .field("name", &self.name)
+            .field("arity", &self.arity)
+            .finish()
+    }
+}
+
+impl Command {
+    /// A template for table entries: `Command { name: "get", ..Command::DEFAULT }`.
+    pub const DEFAULT: Command = Command {
+        name: "",
+        arity: 1,
+        flags: Flags::NONE,
+        acl: Acl::NONE,
+        key_specs: &[],
+        tips: &[],
+        group: Group::Generic,
+        since: "1.0.0",
+        summary: "",
+        complexity: "",
+        handler: None,
+        subcommands: &[],
+        getkeys: None,
+        parent: None,
+        id: 0,
+    };
+
+    /// `container|sub` for subcommands, else the name.
+    pub fn full_name(&self) -> String {
+        match self.parent {
+            Some(p) => format!("{p}|{}", self.name),
+            None => self.name.to_string(),
+        }
+    }
+
+    pub fn is_write(&self) -> bool {
+        self.flags.contains(Flags::WRITE)
+    }
+
+    /// The flags as COMMAND INFO shows them, including the derived `movablekeys`.
+    pub fn info_flags(&self) -> Flags {
+        let movable = self.getkeys.is_some()
+            || self.key_specs.iter().any(|k| {
+                !matches!(k.begin, BeginSearch::Index(_))
+                    || !matches!(k.find, FindKeys::Range { .. })
+            })
+            || self.legacy_range().1;
+        if movable {
+            self.flags | Flags::MOVABLEKEYS
+        } else {
+            self.flags
+        }
+    }
+
+    /// All ACL categories: the explicit ones plus those the flags imply, as Redis's
+    /// `setImplicitACLCategories` does.
+    pub fn acl_categories(&self) -> Acl {
+        let mut acl = self.acl;
+        if self.flags.contains(Flags::WRITE) {
+            acl = acl | Acl::WRITE;
+        }
+        if self.flags.contains(Flags::READONLY) && !self.acl.contains(Acl::SCRIPTING) {
+            acl = acl | Acl::READ;
+        }
+        if self.flags.contains(Flags::ADMIN) {
+            acl = acl | Acl::ADMIN | Acl::DANGEROUS;
+        }
+        if self.flags.contains(Flags::PUBSUB) {
+            acl = acl | Acl::PUBSUB;
+        }
+        if self.flags.contains(Flags::FAST) {
+            acl = acl | Acl::FAST;
+        }
+        if self.flags.contains(Flags::BLOCKING) {
+            acl = acl | Acl::BLOCKING;
+        }
+        if !acl.contains(Acl::FAST) {
+            acl = acl | Acl::SLOW;
+        }
+        acl
+    }
+
+    /// The legacy (first, last, step) key range of COMMAND INFO, derived from the key
+    /// specs as Redis does, and whether deriving it made the keys movable.
+    pub fn legacy_range(&self) -> ((i32, i32, i32), bool) {
+        let specs = self.key_specs;
+        if specs.is_empty() {
+            return ((0, 0, 0), false);
+        }
+        if let [
+            KeySpec {
+                begin: BeginSearch::Index(pos),
+                find: FindKeys::Range { last_key, step, .. },
+                flags,
+                ..
+            },
+        ] = specs
+        {
+            let last = if *last_key >= 0 {
+                last_key + pos
+            } else {
+                *last_key
+            };
+            return (
+                (*pos, last, *step),
+                flags.contains(crate::spec::KeyFlags::INCOMPLETE),
+            );
+        }
+        let mut movable = false;
+        let mut first = i32::MAX;
+        let mut last: i32 = 0;
+        let mut prev_last = 0;
+        for spec in specs {
+            let (BeginSearch::Index(pos), FindKeys::Range { last_key, step, .. }) =
+                (spec.begin, spec.find)
+            else {
+                movable = true;
+                continue;
+            };
+            if step != 1 || (prev_last != 0 && prev_last != pos - 1) {
+                movable = true;
+                continue;
+            }
+            if spec.flags.contains(crate::spec::KeyFlags::INCOMPLETE) {
+                movable = true;
+            }
+            first = first.min(pos);
+            let abs = if last_key >= 0 {
+                last_key + pos
+            } else {
+                last_key
+            };
+            // Unsigned comparison, as in Redis: a negative (relative-to-end) last key
+            // wins over any positive one.
+            if (abs as u32) > (last as u32) {
+                last = abs;
+            }
+            prev_last = last;
+        }
+        if first == i32::MAX {
+            return ((0, 0, 0), movable);
+        }
+        ((first, last, 1), movable)
+    }
+}
+
+/// Every command, looked up case-insensitively by name.
+pub struct Registry {
+    by_name: HashMap<Vec<u8>, &'static Command, foldhash::fast::RandomState>,
+    /// Every command and subcommand, by id.
+    all: Vec<&'static Command>,
+}
+
+impl Registry {
+    /// A registry of the given commands. Each entry is copied once, at start-up, into
+    /// a `'static` allocation that carries its id (and, for subcommands, its parent).
+    pub fn new(commands: &[&'static [Command]]) -> Registry {
+        let mut by_name = HashMap::default();
+        let mut all: Vec<&'static Command> = Vec::new();
+        for family in commands {
+            for cmd in family.iter() {
+                let id = all.len();
+                let subs: Vec<Command> = cmd
+                    .subcommands
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| Command {
+                        parent: Some(cmd.name),
+                        id: id + 1 + i,
+                        ..*s
+                    })
+                    .collect();
+                let subs: &'static [Command] = Box::leak(subs.into_boxed_slice());
+                let cmd: &'static Command = Box::leak(Box::new(Command {
+                    subcommands: subs,
+                    id,
+                    ..*cmd
+                }));
+                by_name.insert(cmd.name.as_bytes().to_vec(), cmd);
+                all.push(cmd);
+                all.extend(subs.iter());
+            }
+        }
+        Registry { by_name, all }
+    }
+
+    /// The command called `name` (any case).
+    pub fn get(&self, name: &[u8]) -> Option<&'static Command> {
+        let mut buf = [0u8; 32];
+        if name.len() <= buf.len() {
+            let lower = &mut buf[..name.len()];
+            lower.copy_from_slice(name);
+            lower.make_ascii_lowercase();
+            self.by_name.get(&*lower).copied()
+        } else {
+            self.by_name.get(&name.to_ascii_lowercase()).copied()
+        }
+    }
+
+    /// The subcommand `sub` of `container` (any case).
+    pub fn subcommand(container: &'static Command, sub: &[u8]) -> Option<&'static Command> {
+        container
+            .subcommands
+            .iter()
+            .find(|c| c.name.as_bytes().eq_ignore_ascii_case(sub))
+    }
+
+    /// Top-level commands, in no particular order.
+    pub fn commands(&self) -> impl Iterator<Item = &'static Command> + '_ {
+        self.by_name.values().copied()
+    }
+
+    /// Number of top-level commands (COMMAND COUNT).
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// Number of ids handed out.
+    pub fn id_count(&self) -> usize {
+        self.all.len()
+    }
+
+    /// The command or subcommand with this id.
+    pub fn by_id(&self, id: usize) -> Option<&'static Command> {
+        self.all.get(id).copied()
+    }
+
+    /// Removes a command (rename-command with an empty name) or renames it.
+    pub fn rename(&mut self, from: &str, to: &str) -> bool {
+        let Some(cmd) = self.by_name.remove(from.to_ascii_lowercase().as_bytes()) else {
+            return false;
+        };
+        if !to.is_empty() {
+            self.by_name
+                .insert(to.to_ascii_lowercase().into_bytes(), cmd);
+        }
+        true
+    }
+}
+
+/// Positions of the keys in `argv` for `cmd`, from its key specs (or its custom
+/// extractor), as COMMAND GETKEYS reports them and the dispatcher locks them.
+pub fn key_positions(cmd: &Command, argv: &[&[u8]]) -> Vec<usize> {
+    if let Some(getkeys) = cmd.getkeys {
+        return getkeys(argv);
+    }
+    let mut keys = Vec::new();
+    for spec in cmd.key_specs {
+        spec_keys(spec, argv, &mut keys);
+    }
+    keys
+}
+
+fn spec_keys(spec: &KeySpec, argv: &[&[u8]], keys: &mut Vec<usize>) {
+    let argc = argv.len() as i64;
+    let first = match spec.begin {
+        BeginSearch::Index(i) => i as i64,
+        BeginSearch::Keyword {
+            keyword,
+            start_from,
+        } => {
+            let (start, end, step) = if start_from >= 0 {
+                (start_from as i64, argc - 1, 1i64)
+            } else {
+                (argc + start_from as i64, 0, -1i64)
+            };
+            let mut i = start;
+            let mut found = None;
+            while (step > 0 && i <= end) || (step < 0 && i >= end) {
+                if i < 0 || i >= argc {
+                    break;
+                }
+                if argv[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
+                    found = Some(i + 1);
+                    break;
+                }
+                i += step;
+            }
+            match found {
+                Some(i) => i,
+                None => return,
+            }
+        }
+        BeginSearch::Unknown => return,
+    };
+    match spec.find {
+        FindKeys::Range {
+            last_key,
+            step,
+            limit,
+        } => {
+            let last = if last_key >= 0 {
+                first + last_key as i64
+            } else if limit <= 1 {
+                argc + last_key as i64
+            } else {
+                first + (argc - first) / limit as i64 + last_key as i64
+            };
+            let mut i = first;
+            while i <= last && i < argc {
+                keys.push(i as usize);
+                i += step.max(1) as i64;
+            }
+        }
+        FindKeys::KeyNum {
+            key_num_idx,
+            first_key,
+            step,
+        } => {
+            let idx = first + key_num_idx as i64;
+            let Some(n) = argv
+                .get(idx as usize)
+                .and_then(|a| std::str::from_utf8(a).ok()?.parse::<i64>().ok())
+            else {
+                return;
+            };
+            let start = first + first_key as i64;
+            for k in 0..n.max(0) {
+                let i = start + k * step.max(1) as i64;
+                if i >= argc {
+                    break;
+                }
+                keys.push(i as usize);
+            }
+        }
+        FindKeys::Unknown => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::KeyFlags;
+
+    const MSET_LIKE: Command = Command {
+        name: "mset",
+        arity: -3,
+        key_specs: &[KeySpec::range(1, -1, 2, KeyFlags::OW)],
+        ..Command::DEFAULT
+    };
+
+    #[test]
+    fn key_positions_from_specs() {
+        let argv: Vec<&[u8]> = vec![b"mset", b"a", b"1", b"b", b"2"];
+        assert_eq!(key_positions(&MSET_LIKE, &argv), vec![1, 3]);
+        assert_eq!(MSET_LIKE.legacy_range(), ((1, -1, 2), false));
+        let keynum = Command {
+            key_specs: &[KeySpec {
+                flags: KeyFlags::RO,
+                begin: BeginSearch::Index(2),
+                find: FindKeys::KeyNum {
+                    key_num_idx: 0,
+                    first_key: 1,
+                    step: 1,
+                },
+                notes: "",
+            }],
+            ..Command::DEFAULT
+        };
+        let argv: Vec<&[u8]> = vec![b"zunion", b"2", b"a", b"b", b"WEIGHTS"];
+        let argv2: Vec<&[u8]> = vec![b"x", b"dst", b"2", b"a", b"b"];
+        assert_eq!(key_positions(&keynum, &argv2), vec![3, 4]);
+        assert!(keynum.info_flags().contains(Flags::MOVABLEKEYS));
+        let _ = argv;
+    }
+
+    #[test]
+    fn implied_acl_categories() {
+        let c = Command {
+            flags: Flags::WRITE | Flags::FAST,
+            acl: Acl::STRING,
+            ..Command::DEFAULT
+        };
+        assert_eq!(
+            c.acl_categories().names().collect::<Vec<_>>(),
+            ["write", "string", "fast"]
+        );
+        let c = Command {
+            flags: Flags::ADMIN,
+            ..Command::DEFAULT
+        };
+        assert_eq!(
+            c.acl_categories().names().collect::<Vec<_>>(),
+            ["admin", "slow", "dangerous"]
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! The background cron: active expiry, incremental rehashing and statistics samples,
+//! `hz` times a second, on its own thread.
+//!
+//! Each tick visits every shard once, removing keys whose time has come (from the
+//! per-database expiry index, oldest first) and advancing any table resize. Work per
+//! tick is bounded by a time budget of a quarter of the tick, as Redis bounds its
+//! slow expiry cycle, and resumes at the next tick where it stopped.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::state::{ServerState, unix_ms};
+
+/// Keys removed per database per visit before checking the time budget.
+const EXPIRE_BATCH: usize = 64;
+/// Slots of a draining table migrated per database per visit.
+const REHASH_SLOTS: usize = 1024;
+
+pub fn spawn(state: Arc<ServerState>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("strata-cron".into())
+        .spawn(move || {
+            let mut next_shard = 0;
+            let mut last_sample = Instant::now();
+            while !state.is_shutting_down() {
+                let hz = state.config.read().hz.clamp(1, 500) as u64;
+                let period = Duration::from_micros(1_000_000 / hz);
+                let tick = Instant::now();
+                next_shard = run_tick(&state, next_shard, period / 4);
+                if last_sample.elapsed() >= Duration::from_millis(100) {
+                    state.stats.sample_ops(unix_ms());
+                    last_sample = Instant::now();
+                }
+                let spent = tick.elapsed();
+                std::thread::sleep(period.saturating_sub(spent).max(Duration::from_millis(1)));
+            }
+        })
+        .expect("spawn cron thread")
+}
+
+/// Visits shards from `start` until all are visited or the budget is spent; returns
+/// the shard to start from next time.
+pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
+    let ks = &state.keyspace;
+    let n = ks.num_shards();
+    let deadline = Instant::now() + budget;
+    let expire = state.active_expire_enabled();
+    for k in 0..n {
+        let s = (start + k) % n;
+        let now = unix_ms();
+        {
+            let mut shard = ks.lock(s);
+            for db in shard.dbs_mut() {
+                if expire {
+                    loop {
+                        let (_, more) = db.expire_cycle(now, EXPIRE_BATCH);
+                        if !more || Instant::now() >= deadline {
+                            break;
+                        }
+                    }
+                }
+                db.rehash_some(REHASH_SLOTS);
+            }
+        }
+        if Instant::now() >= deadline {
+            return (s + 1) % n;
+        }
+    }
+    let _ = state
+        .peak_memory
+        .fetch_max(crate::memory::allocated(), Ordering::Relaxed);
+    start
+}

@@ -1,0 +1,449 @@
+//! INFO: the server's state as Redis's sections and field names, so that tools
+//! which parse INFO work unchanged.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use strata_commands::Server;
+
+use crate::state::{ServerState, unix_ms};
+
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+/// Renders the requested sections (Redis 7.0's selection rules: none means the
+/// default sections, "all" adds commandstats, "everything" is all of them).
+pub fn render(state: &ServerState, requested: &[&[u8]]) -> String {
+    let mut wanted: Vec<&str> = Vec::new();
+    if requested.is_empty() {
+        wanted.extend(DEFAULT_SECTIONS);
+    }
+    for r in requested {
+        let r = String::from_utf8_lossy(r).to_ascii_lowercase();
+        match r.as_str() {
+            "default" => wanted.extend(DEFAULT_SECTIONS),
+            "all" | "everything" => {
+                wanted.extend(DEFAULT_SECTIONS);
+                wanted.push("commandstats");
+            }
+            other => {
+                if let Some(s) = SECTIONS.iter().find(|s| **s == other) {
+                    wanted.push(s);
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    for name in SECTIONS {
+        if !wanted.contains(name) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        section(state, name, &mut out);
+    }
+    out
+}
+
+const SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+    "commandstats",
+];
+
+macro_rules! field {
+    ($out:expr, $name:expr, $($arg:tt)*) => {{
+        let _ = write!($out, "{}:", $name);
+        let _ = write!($out, $($arg)*);
+        $out.push_str("\r\n");
+    }};
+}
+
+fn title(out: &mut String, title: &str) {
+    let _ = write!(out, "# {title}\r\n");
+}
+
+fn section(state: &ServerState, name: &str, out: &mut String) {
+    match name {
+        "server" => server(state, out),
+        "clients" => clients(state, out),
+        "memory" => memory(state, out),
+        "persistence" => persistence(state, out),
+        "stats" => stats(state, out),
+        "replication" => replication(state, out),
+        "cpu" => cpu(out),
+        "modules" => title(out, "Modules"),
+        "errorstats" => errorstats(state, out),
+        "cluster" => {
+            title(out, "Cluster");
+            field!(out, "cluster_enabled", "0");
+        }
+        "keyspace" => keyspace(state, out),
+        "commandstats" => commandstats(state, out),
+        _ => {}
+    }
+}
+
+fn server(state: &ServerState, out: &mut String) {
+    let cfg = state.config.read();
+    let now = unix_ms();
+    let uptime = state.started.elapsed().as_secs();
+    title(out, "Server");
+    field!(
+        out,
+        "redis_version",
+        "{}",
+        strata_commands::families::connection::REDIS_VERSION
+    );
+    field!(out, "strata_version", "{}", env!("CARGO_PKG_VERSION"));
+    field!(out, "redis_git_sha1", "00000000");
+    field!(out, "redis_git_dirty", "0");
+    field!(out, "redis_mode", "standalone");
+    field!(
+        out,
+        "os",
+        "{} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    );
+    field!(out, "arch_bits", "{}", usize::BITS);
+    field!(out, "multiplexing_api", "epoll");
+    field!(out, "process_id", "{}", std::process::id());
+    field!(out, "process_supervised", "no");
+    field!(out, "run_id", "{}", state.run_id);
+    field!(
+        out,
+        "tcp_port",
+        "{}",
+        state.tcp_port.load(Ordering::Relaxed)
+    );
+    field!(out, "server_time_usec", "{}", now * 1000);
+    field!(out, "uptime_in_seconds", "{uptime}");
+    field!(out, "uptime_in_days", "{}", uptime / 86400);
+    field!(out, "hz", "{}", cfg.hz);
+    field!(out, "configured_hz", "{}", cfg.hz);
+    field!(out, "lru_clock", "{}", (now / 1000) & ((1 << 24) - 1));
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    field!(out, "executable", "{exe}");
+    let file = state
+        .source
+        .file
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    field!(out, "config_file", "{file}");
+    field!(out, "io_threads_active", "{}", (cfg.io_threads > 1) as u8);
+}
+
+fn clients(state: &ServerState, out: &mut String) {
+    let cfg = state.config.read();
+    title(out, "Clients");
+    field!(
+        out,
+        "connected_clients",
+        "{}",
+        state.connected.load(Ordering::Relaxed)
+    );
+    field!(out, "cluster_connections", "0");
+    field!(out, "maxclients", "{}", cfg.maxclients);
+    field!(out, "client_recent_max_input_buffer", "0");
+    field!(out, "client_recent_max_output_buffer", "0");
+    field!(out, "blocked_clients", "0");
+    field!(out, "tracking_clients", "0");
+    field!(out, "clients_in_timeout_table", "0");
+}
+
+/// Bytes with Redis's human-readable suffixes (B, K, M, G, T, P).
+pub fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    let units = ["K", "M", "G", "T", "P"];
+    if n < 1024.0 {
+        return format!("{}B", n as u64);
+    }
+    let mut v = n / 1024.0;
+    for u in units {
+        if v < 1024.0 || u == "P" {
+            return format!("{v:.2}{u}");
+        }
+        v /= 1024.0;
+    }
+    format!("{v:.2}P")
+}
+
+/// Resident set size of this process, from /proc.
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn total_system_memory() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn memory(state: &ServerState, out: &mut String) {
+    let used = crate::memory::allocated();
+    let rss = rss_bytes();
+    let peak = state
+        .peak_memory
+        .fetch_max(used, Ordering::Relaxed)
+        .max(used);
+    let cfg = state.config.read();
+    title(out, "Memory");
+    field!(out, "used_memory", "{used}");
+    field!(out, "used_memory_human", "{}", human_bytes(used));
+    field!(out, "used_memory_rss", "{rss}");
+    field!(out, "used_memory_rss_human", "{}", human_bytes(rss));
+    field!(out, "used_memory_peak", "{peak}");
+    field!(out, "used_memory_peak_human", "{}", human_bytes(peak));
+    let perc = if peak > 0 {
+        used as f64 * 100.0 / peak as f64
+    } else {
+        100.0
+    };
+    field!(out, "used_memory_peak_perc", "{perc:.2}%");
+    let total = total_system_memory();
+    field!(out, "total_system_memory", "{total}");
+    field!(out, "total_system_memory_human", "{}", human_bytes(total));
+    field!(out, "maxmemory", "{}", cfg.maxmemory);
+    field!(out, "maxmemory_human", "{}", human_bytes(cfg.maxmemory));
+    field!(out, "maxmemory_policy", "{}", cfg.maxmemory_policy.name());
+    let frag = if used > 0 {
+        rss as f64 / used as f64
+    } else {
+        0.0
+    };
+    field!(out, "mem_fragmentation_ratio", "{frag:.2}");
+    field!(out, "mem_allocator", "{}", crate::memory::ALLOCATOR);
+    field!(out, "lazyfree_pending_objects", "0");
+}
+
+fn persistence(state: &ServerState, out: &mut String) {
+    title(out, "Persistence");
+    field!(out, "loading", "0");
+    field!(out, "async_loading", "0");
+    field!(
+        out,
+        "rdb_changes_since_last_save",
+        "{}",
+        state.stats.dirty.load(Ordering::Relaxed)
+    );
+    field!(out, "rdb_bgsave_in_progress", "0");
+    field!(out, "rdb_last_save_time", "{}", state.started_ms / 1000);
+    field!(out, "rdb_last_bgsave_status", "ok");
+    field!(out, "aof_enabled", "0");
+    field!(out, "aof_rewrite_in_progress", "0");
+    field!(out, "aof_rewrite_scheduled", "0");
+    field!(out, "aof_last_rewrite_time_sec", "-1");
+    field!(out, "aof_current_rewrite_time_sec", "-1");
+    field!(out, "aof_last_bgrewrite_status", "ok");
+    field!(out, "aof_last_write_status", "ok");
+}
+
+/// Sums per-shard counters: (hits, misses, expired).
+fn shard_counters(state: &ServerState) -> (u64, u64, u64) {
+    let (mut hits, mut misses, mut expired) = (0, 0, 0);
+    for s in 0..state.keyspace.num_shards() {
+        let shard = state.keyspace.lock(s);
+        hits += shard.stats.keyspace_hits;
+        misses += shard.stats.keyspace_misses;
+        expired += shard.dbs().iter().map(|d| d.expired).sum::<u64>();
+    }
+    (hits, misses, expired)
+}
+
+fn stats(state: &ServerState, out: &mut String) {
+    let st = &state.stats;
+    let (hits, misses, expired) = shard_counters(state);
+    title(out, "Stats");
+    field!(
+        out,
+        "total_connections_received",
+        "{}",
+        st.connections_received.load(Ordering::Relaxed)
+    );
+    field!(
+        out,
+        "total_commands_processed",
+        "{}",
+        st.commands_processed()
+    );
+    field!(
+        out,
+        "instantaneous_ops_per_sec",
+        "{}",
+        st.instantaneous_ops()
+    );
+    field!(out, "total_net_input_bytes", "{}", st.net_input());
+    field!(out, "total_net_output_bytes", "{}", st.net_output());
+    field!(
+        out,
+        "rejected_connections",
+        "{}",
+        st.rejected_connections.load(Ordering::Relaxed)
+    );
+    field!(out, "sync_full", "0");
+    field!(out, "sync_partial_ok", "0");
+    field!(out, "sync_partial_err", "0");
+    field!(out, "expired_keys", "{expired}");
+    field!(out, "evicted_keys", "0");
+    field!(out, "evicted_clients", "0");
+    field!(out, "keyspace_hits", "{hits}");
+    field!(out, "keyspace_misses", "{misses}");
+    field!(out, "pubsub_channels", "0");
+    field!(out, "pubsub_patterns", "0");
+    field!(out, "latest_fork_usec", "0");
+    field!(out, "total_forks", "0");
+    field!(out, "total_error_replies", "{}", st.error_replies());
+}
+
+fn replication(state: &ServerState, out: &mut String) {
+    title(out, "Replication");
+    field!(out, "role", "master");
+    field!(out, "connected_slaves", "0");
+    field!(out, "master_failover_state", "no-failover");
+    field!(out, "master_replid", "{}", state.run_id);
+    field!(
+        out,
+        "master_replid2",
+        "0000000000000000000000000000000000000000"
+    );
+    field!(out, "master_repl_offset", "0");
+    field!(out, "second_repl_offset", "-1");
+    field!(out, "repl_backlog_active", "0");
+    field!(out, "repl_backlog_size", "1048576");
+    field!(out, "repl_backlog_first_byte_offset", "0");
+    field!(out, "repl_backlog_histlen", "0");
+}
+
+/// User and system CPU seconds of this process, from /proc (clock ticks of 1/100 s).
+fn cpu_seconds() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 100.0
+    };
+    // utime and stime are the 14th and 15th fields; `rest` starts at the 3rd.
+    (ticks(11), ticks(12))
+}
+
+fn cpu(out: &mut String) {
+    let (user, sys) = cpu_seconds();
+    title(out, "CPU");
+    field!(out, "used_cpu_sys", "{sys:.6}");
+    field!(out, "used_cpu_user", "{user:.6}");
+    field!(out, "used_cpu_sys_children", "0.000000");
+    field!(out, "used_cpu_user_children", "0.000000");
+}
+
+fn errorstats(state: &ServerState, out: &mut String) {
+    title(out, "Errorstats");
+    for (prefix, count) in state.error_counts() {
+        field!(out, format!("errorstat_{prefix}"), "count={count}");
+    }
+}
+
+fn keyspace(state: &ServerState, out: &mut String) {
+    title(out, "Keyspace");
+    let dbs = state.keyspace.databases();
+    let mut keys = vec![0usize; dbs];
+    let mut expires = vec![0usize; dbs];
+    for s in 0..state.keyspace.num_shards() {
+        let shard = state.keyspace.lock(s);
+        for (i, db) in shard.dbs().iter().enumerate() {
+            keys[i] += db.len();
+            expires[i] += db.expires_len();
+        }
+    }
+    for i in 0..dbs {
+        if keys[i] > 0 {
+            field!(
+                out,
+                format!("db{i}"),
+                "keys={},expires={},avg_ttl=0",
+                keys[i],
+                expires[i]
+            );
+        }
+    }
+}
+
+fn commandstats(state: &ServerState, out: &mut String) {
+    title(out, "Commandstats");
+    let registry = state.registry();
+    let mut rows: Vec<(String, crate::stats::CommandTotals)> = (0..registry.id_count())
+        .filter_map(|id| {
+            let t = state.stats.command(id);
+            let cmd = registry.by_id(id)?;
+            (t.calls > 0 || t.rejected > 0 || t.failed > 0).then(|| (cmd.full_name(), t))
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, t) in rows {
+        let per_call = if t.calls > 0 {
+            t.usec as f64 / t.calls as f64
+        } else {
+            0.0
+        };
+        field!(
+            out,
+            format!("cmdstat_{name}"),
+            "calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
+            t.calls,
+            t.usec,
+            t.rejected,
+            t.failed
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_bytes(0), "0B");
+        assert_eq!(human_bytes(1023), "1023B");
+        assert_eq!(human_bytes(1024), "1.00K");
+        assert_eq!(human_bytes(1536 * 1024), "1.50M");
+        assert_eq!(human_bytes(3 * 1024 * 1024 * 1024), "3.00G");
+    }
+}

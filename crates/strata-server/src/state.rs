@@ -1,0 +1,255 @@
+//! The server's shared state and its implementation of the command layer's
+//! [`Server`] trait: configuration, clients, statistics, shutdown.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Mutex, RwLock};
+use strata_commands::{ClientInfo, Registry, Server, ShutdownMode};
+use strata_keyspace::{Detached, Keyspace};
+use tokio::sync::watch;
+
+use crate::config::{Config, ConfigSource, ProtectedAction};
+use crate::stats::Stats;
+
+pub struct ServerState {
+    pub keyspace: Keyspace,
+    pub registry: Registry,
+    pub config: RwLock<Config>,
+    pub source: ConfigSource,
+    pub stats: Stats,
+    clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    next_client_id: AtomicU64,
+    pub connected: AtomicUsize,
+    active_expire: AtomicBool,
+    /// Flips to true when the server must shut down.
+    shutdown_tx: watch::Sender<bool>,
+    pub started: Instant,
+    pub started_ms: u64,
+    pub run_id: String,
+    lazyfree: Mutex<Option<std::sync::mpsc::Sender<Vec<Detached>>>>,
+    /// Values read on the hot path, mirrored from the configuration.
+    max_bulk_len: AtomicUsize,
+    /// The listening TCP port (for INFO).
+    pub tcp_port: AtomicUsize,
+    /// Applies a new log level (installed by the binary's logging set-up).
+    pub on_loglevel: Mutex<Option<crate::LogLevelSetter>>,
+    /// The highest `used_memory` seen (INFO's `used_memory_peak`).
+    pub peak_memory: AtomicU64,
+    /// Error replies by their first word (INFO errorstats).
+    errors: Mutex<BTreeMap<String, u64>>,
+}
+
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl ServerState {
+    pub fn new(config: Config, source: ConfigSource) -> Arc<ServerState> {
+        let registry = strata_commands::registry();
+        let stats = Stats::new(registry.id_count());
+        let keyspace = Keyspace::new(config.databases, config.shards);
+        let (shutdown_tx, _) = watch::channel(false);
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Detached>>();
+        // Big values and flushed databases are dropped here, off the client threads.
+        std::thread::Builder::new()
+            .name("strata-lazyfree".into())
+            .spawn(move || {
+                for batch in rx {
+                    drop(batch);
+                }
+            })
+            .ok();
+        let run_id: String = (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[rand::random::<u8>() as usize % 16]))
+            .collect();
+        let max_bulk_len = AtomicUsize::new(config.proto_max_bulk_len as usize);
+        Arc::new(ServerState {
+            keyspace,
+            registry,
+            config: RwLock::new(config),
+            source,
+            stats,
+            clients: Mutex::new(BTreeMap::new()),
+            next_client_id: AtomicU64::new(1),
+            connected: AtomicUsize::new(0),
+            active_expire: AtomicBool::new(true),
+            shutdown_tx,
+            started: Instant::now(),
+            started_ms: unix_ms(),
+            run_id,
+            lazyfree: Mutex::new(Some(tx)),
+            max_bulk_len,
+            tcp_port: AtomicUsize::new(0),
+            on_loglevel: Mutex::new(None),
+            peak_memory: AtomicU64::new(0),
+            errors: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    pub fn next_client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn register(&self, info: Arc<ClientInfo>) {
+        self.clients.lock().insert(info.id, info);
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    /// Counts an error reply by its code ("ERR", "WRONGTYPE"...).
+    pub fn count_error(&self, reply: &[u8]) {
+        let text = reply.strip_prefix(b"-").unwrap_or(reply);
+        let code = text
+            .split(|&c| c == b' ' || c == b'\r')
+            .next()
+            .unwrap_or_default();
+        let code = String::from_utf8_lossy(&code[..code.len().min(64)]).into_owned();
+        *self.errors.lock().entry(code).or_insert(0) += 1;
+    }
+
+    /// Error counts by code, for INFO.
+    pub fn error_counts(&self) -> Vec<(String, u64)> {
+        self.errors
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+
+    pub fn active_expire_enabled(&self) -> bool {
+        self.active_expire.load(Ordering::Relaxed)
+    }
+
+    /// A receiver that sees `true` once shutdown begins.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown_tx.subscribe()
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown_tx.borrow()
+    }
+
+    pub fn begin_shutdown(&self) {
+        self.shutdown_tx.send_replace(true);
+    }
+
+    /// Reacts to configuration directives changed at run time.
+    fn apply_changes(&self, changed: &[&str]) {
+        let cfg = self.config.read();
+        for name in changed {
+            match *name {
+                "proto-max-bulk-len" => self
+                    .max_bulk_len
+                    .store(cfg.proto_max_bulk_len as usize, Ordering::Relaxed),
+                "loglevel" => {
+                    if let Some(f) = self.on_loglevel.lock().as_ref() {
+                        f(cfg.loglevel.name());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Server for ServerState {
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn databases(&self) -> usize {
+        self.keyspace.databases()
+    }
+
+    fn max_bulk_len(&self) -> usize {
+        self.max_bulk_len.load(Ordering::Relaxed)
+    }
+
+    fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
+        self.config.read().config_get(patterns)
+    }
+
+    fn config_set(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
+        let changed = self.config.write().config_set(pairs)?;
+        self.apply_changes(changed.names());
+        Ok(())
+    }
+
+    fn reset_stats(&self) {
+        self.stats.reset();
+        self.errors.lock().clear();
+        for s in 0..self.keyspace.num_shards() {
+            let mut shard = self.keyspace.lock(s);
+            shard.stats = Default::default();
+            for db in shard.dbs_mut() {
+                db.expired = 0;
+            }
+        }
+    }
+
+    fn config_rewrite(&self) -> Result<(), String> {
+        let Some(path) = &self.source.file else {
+            return Err("ERR The server is running without a config file".to_string());
+        };
+        let cfg = self.config.read();
+        crate::config::rewrite::rewrite(&cfg, path)
+            .map_err(|e| format!("ERR Rewriting config file: {e}"))
+    }
+
+    fn info(&self, sections: &[&[u8]]) -> String {
+        crate::info::render(self, sections)
+    }
+
+    fn clients(&self) -> Vec<Arc<ClientInfo>> {
+        self.clients.lock().values().cloned().collect()
+    }
+
+    fn requirepass(&self) -> Option<String> {
+        self.config.read().requirepass.clone()
+    }
+
+    fn debug_allowed(&self, client: &ClientInfo) -> bool {
+        match self.config.read().enable_debug_command {
+            ProtectedAction::Yes => true,
+            ProtectedAction::No => false,
+            ProtectedAction::Local => {
+                client.addr.starts_with("127.")
+                    || client.addr.starts_with("[::1]")
+                    || client.addr.starts_with("/")
+            }
+        }
+    }
+
+    fn shutdown(&self, _mode: ShutdownMode) -> Result<(), String> {
+        // Nothing to save yet: the dataset lives in memory until persistence lands,
+        // so SAVE and NOSAVE shut down alike.
+        tracing::warn!("User requested shutdown...");
+        self.begin_shutdown();
+        Ok(())
+    }
+
+    fn free_later(&self, data: Vec<Detached>) {
+        if data.is_empty() {
+            return;
+        }
+        if let Some(tx) = self.lazyfree.lock().as_ref() {
+            // If the background thread is gone the data is dropped right here.
+            let _ = tx.send(data);
+        }
+    }
+
+    fn set_active_expire(&self, on: bool) {
+        self.active_expire.store(on, Ordering::Relaxed);
+    }
+
+    fn add_dirty(&self, n: u64) {
+        self.stats.dirty.fetch_add(n, Ordering::Relaxed);
+    }
+}

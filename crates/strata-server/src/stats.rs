@@ -1,0 +1,238 @@
+//! Server statistics: counters striped across threads so that the hot path never
+//! contends on a shared cache line; INFO sums the stripes.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+const STRIPES: usize = 16;
+
+/// Counters of one command.
+#[derive(Default)]
+pub struct CommandCounters {
+    pub calls: AtomicU64,
+    pub usec: AtomicU64,
+    pub rejected: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+/// Totals of one command, summed over stripes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommandTotals {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+#[derive(Default)]
+struct Global {
+    commands: AtomicU64,
+    net_input: AtomicU64,
+    net_output: AtomicU64,
+    error_replies: AtomicU64,
+}
+
+#[repr(align(128))]
+struct Stripe {
+    global: Global,
+    per_command: Box<[CommandCounters]>,
+}
+
+pub struct Stats {
+    stripes: Box<[Stripe]>,
+    pub connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    /// Changes since the server started (Redis's `dirty`, for INFO persistence).
+    pub dirty: AtomicU64,
+    /// Ops/sec samples for `instantaneous_ops_per_sec`.
+    samples: parking_lot::Mutex<OpsSampler>,
+}
+
+#[derive(Default)]
+struct OpsSampler {
+    last_ms: u64,
+    last_commands: u64,
+    samples: [u64; 16],
+    next: usize,
+}
+
+thread_local! {
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+fn stripe_index() -> usize {
+    STRIPE.with(|s| {
+        let mut i = s.get();
+        if i == usize::MAX {
+            i = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+            s.set(i);
+        }
+        i
+    })
+}
+
+impl Stats {
+    pub fn new(commands: usize) -> Stats {
+        Stats {
+            stripes: (0..STRIPES)
+                .map(|_| Stripe {
+                    global: Global::default(),
+                    per_command: (0..commands).map(|_| CommandCounters::default()).collect(),
+                })
+                .collect(),
+            connections_received: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
+            dirty: AtomicU64::new(0),
+            samples: parking_lot::Mutex::new(OpsSampler::default()),
+        }
+    }
+
+    fn stripe(&self) -> &Stripe {
+        &self.stripes[stripe_index()]
+    }
+
+    /// Records one command run.
+    #[inline]
+    pub fn record(&self, cmd_id: Option<usize>, usec: u64, rejected: bool, failed: bool) {
+        let s = self.stripe();
+        s.global.commands.fetch_add(1, Ordering::Relaxed);
+        if failed {
+            s.global.error_replies.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(c) = cmd_id.and_then(|id| s.per_command.get(id)) {
+            if rejected {
+                c.rejected.fetch_add(1, Ordering::Relaxed);
+            } else {
+                c.calls.fetch_add(1, Ordering::Relaxed);
+                c.usec.fetch_add(usec, Ordering::Relaxed);
+                if failed {
+                    c.failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    #[inline]
+    pub fn net(&self, input: u64, output: u64) {
+        let s = self.stripe();
+        if input > 0 {
+            s.global.net_input.fetch_add(input, Ordering::Relaxed);
+        }
+        if output > 0 {
+            s.global.net_output.fetch_add(output, Ordering::Relaxed);
+        }
+    }
+
+    fn sum(&self, f: impl Fn(&Global) -> &AtomicU64) -> u64 {
+        self.stripes
+            .iter()
+            .map(|s| f(&s.global).load(Ordering::Relaxed))
+            .sum()
+    }
+
+    pub fn commands_processed(&self) -> u64 {
+        self.sum(|g| &g.commands)
+    }
+
+    pub fn net_input(&self) -> u64 {
+        self.sum(|g| &g.net_input)
+    }
+
+    pub fn net_output(&self) -> u64 {
+        self.sum(|g| &g.net_output)
+    }
+
+    pub fn error_replies(&self) -> u64 {
+        self.sum(|g| &g.error_replies)
+    }
+
+    pub fn command(&self, id: usize) -> CommandTotals {
+        let mut t = CommandTotals::default();
+        for s in self.stripes.iter() {
+            if let Some(c) = s.per_command.get(id) {
+                t.calls += c.calls.load(Ordering::Relaxed);
+                t.usec += c.usec.load(Ordering::Relaxed);
+                t.rejected += c.rejected.load(Ordering::Relaxed);
+                t.failed += c.failed.load(Ordering::Relaxed);
+            }
+        }
+        t
+    }
+
+    /// Takes an ops/sec sample (called by the cron about every 100 ms).
+    pub fn sample_ops(&self, now_ms: u64) {
+        let commands = self.commands_processed();
+        let mut s = self.samples.lock();
+        if s.last_ms != 0 && now_ms > s.last_ms {
+            let rate = (commands - s.last_commands) * 1000 / (now_ms - s.last_ms);
+            let i = s.next;
+            s.samples[i] = rate;
+            s.next = (i + 1) % s.samples.len();
+        }
+        s.last_ms = now_ms;
+        s.last_commands = commands;
+    }
+
+    pub fn instantaneous_ops(&self) -> u64 {
+        let s = self.samples.lock();
+        s.samples.iter().sum::<u64>() / s.samples.len() as u64
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        for s in self.stripes.iter() {
+            s.global.commands.store(0, Ordering::Relaxed);
+            s.global.net_input.store(0, Ordering::Relaxed);
+            s.global.net_output.store(0, Ordering::Relaxed);
+            s.global.error_replies.store(0, Ordering::Relaxed);
+            for c in s.per_command.iter() {
+                c.calls.store(0, Ordering::Relaxed);
+                c.usec.store(0, Ordering::Relaxed);
+                c.rejected.store(0, Ordering::Relaxed);
+                c.failed.store(0, Ordering::Relaxed);
+            }
+        }
+        self.connections_received.store(0, Ordering::Relaxed);
+        self.rejected_connections.store(0, Ordering::Relaxed);
+        *self.samples.lock() = OpsSampler::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_sum_across_threads() {
+        let stats = std::sync::Arc::new(Stats::new(4));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let s = stats.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        s.record(Some(2), 3, false, false);
+                    }
+                    s.record(Some(1), 0, true, true);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(stats.commands_processed(), 4004);
+        assert_eq!(
+            stats.command(2),
+            CommandTotals {
+                calls: 4000,
+                usec: 12000,
+                rejected: 0,
+                failed: 0
+            }
+        );
+        assert_eq!(stats.command(1).rejected, 4);
+        stats.reset();
+        assert_eq!(stats.commands_processed(), 0);
+    }
+}

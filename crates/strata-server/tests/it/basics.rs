@@ -1,0 +1,145 @@
+//! Commands through a real client library, expiry, HELLO 3, AUTH, SHUTDOWN.
+
+use std::time::Duration;
+
+use redis::Commands;
+use strata_resp::value::Value;
+
+use crate::support::strata;
+
+#[test]
+fn redis_crate_round_trip() {
+    let server = strata(&[]);
+    let mut con = server.redis();
+    let _: () = con.set("a", 1).unwrap();
+    let v: i64 = con.incr("a", 41).unwrap();
+    assert_eq!(v, 42);
+    let v: Option<String> = con.get("missing").unwrap();
+    assert_eq!(v, None);
+    let _: () = redis::cmd("MSET")
+        .arg("x")
+        .arg("1")
+        .arg("y")
+        .arg("2")
+        .query(&mut con)
+        .unwrap();
+    let v: Vec<String> = con.mget(&["x", "y"]).unwrap();
+    assert_eq!(v, vec!["1", "2"]);
+    let err = redis::cmd("LPUSH")
+        .arg("x")
+        .arg("1")
+        .query::<()>(&mut con)
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown command"), "{err}");
+}
+
+#[test]
+fn keys_expire_lazily_and_actively() {
+    let server = strata(&["--hz", "100"]);
+    let mut c = server.client();
+    for i in 0..200 {
+        c.cmd(&["SET", &format!("t{i}"), "v", "PX", "50"]);
+    }
+    c.cmd(&["SET", "keep", "v"]);
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Integer(201));
+    std::thread::sleep(Duration::from_millis(400));
+    // Nobody touched the keys: the active cycle removed them.
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Integer(1));
+    c.cmd(&["SET", "lazy", "v", "PX", "30"]);
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(c.cmd(&["GET", "lazy"]), Value::Null);
+    assert_eq!(c.cmd(&["EXISTS", "lazy"]), Value::Integer(0));
+}
+
+#[test]
+fn hello_3_switches_to_resp3() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    let Value::Map(fields) = c.cmd(&["HELLO", "3"]) else {
+        panic!("HELLO 3 must reply with a map")
+    };
+    assert!(fields.contains(&(Value::Bulk(b"proto".to_vec()), Value::Integer(3))));
+    assert_eq!(c.cmd(&["GET", "nothing"]), Value::Null);
+    c.cmd(&["SET", "n", "1.5"]);
+    assert_eq!(
+        c.cmd(&["INCRBYFLOAT", "n", "1"]),
+        Value::Bulk(b"2.5".to_vec())
+    );
+    assert!(matches!(c.cmd(&["CONFIG", "GET", "port"]), Value::Map(_)));
+}
+
+#[test]
+fn requirepass_gates_commands() {
+    let server = strata(&["--requirepass", "s3cret"]);
+    let mut c = server.client();
+    assert_eq!(
+        c.cmd(&["GET", "x"]),
+        Value::Error(b"NOAUTH Authentication required.".to_vec())
+    );
+    assert_eq!(
+        c.cmd(&["AUTH", "wrong"]),
+        Value::Error(b"WRONGPASS invalid username-password pair or user is disabled.".to_vec())
+    );
+    assert_eq!(c.cmd(&["AUTH", "s3cret"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(c.cmd(&["GET", "x"]), Value::Null);
+}
+
+#[test]
+fn shutdown_command_stops_the_server() {
+    let mut server = strata(&[]);
+    let mut c = server.client();
+    c.cmd(&["SET", "a", "b"]);
+    c.send(&[b"SHUTDOWN", b"NOSAVE"]);
+    assert!(c.read_to_close().is_empty());
+    let status = server
+        .wait_exit(Duration::from_secs(10))
+        .expect("server exits after SHUTDOWN");
+    assert!(status.success());
+}
+
+#[test]
+fn sigterm_stops_the_server_gracefully() {
+    let mut server = strata(&[]);
+    let mut c = server.client();
+    c.cmd(&["PING"]);
+    let status = std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(server.pid().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = server
+        .wait_exit(Duration::from_secs(10))
+        .expect("server exits on SIGTERM");
+    assert!(status.success());
+}
+
+#[test]
+fn info_has_redis_fields() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["GET", "k"]);
+    c.cmd(&["GET", "nope"]);
+    let Value::Bulk(text) = c.cmd(&["INFO"]) else {
+        panic!("INFO is a bulk string in RESP2")
+    };
+    let text = String::from_utf8(text).unwrap();
+    for field in [
+        "redis_version:",
+        "tcp_port:",
+        "connected_clients:",
+        "used_memory:",
+        "keyspace_hits:1",
+        "keyspace_misses:1",
+        "db0:keys=1,expires=0",
+    ] {
+        assert!(text.contains(field), "INFO lacks {field}:\n{text}");
+    }
+    let Value::Bulk(text) = c.cmd(&["INFO", "commandstats"]) else {
+        panic!()
+    };
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("cmdstat_get:calls=2"), "{text}");
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests: the real `strata-server` binary on a loopback port, driven by raw
+//! RESP, by the `redis` crate, and side by side with a real Redis.
+
+mod support;
+
+mod basics;
+mod differential;
+mod protocol;

@@ -1,0 +1,148 @@
+//! The wire protocol: pipelining, fragmentation, inline commands, protocol errors.
+
+use std::time::Duration;
+
+use strata_resp::value::Value;
+
+use crate::support::{Raw, strata};
+
+fn bulk(s: &str) -> Value {
+    Value::Bulk(s.as_bytes().to_vec())
+}
+
+#[test]
+fn pipelined_commands_get_replies_in_order_in_one_write() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    let mut req = Vec::new();
+    for i in 0..1000 {
+        strata_resp::value::encode_request(
+            [
+                b"SET".as_slice(),
+                format!("k{i}").as_bytes(),
+                format!("v{i}").as_bytes(),
+            ],
+            &mut req,
+        );
+        strata_resp::value::encode_request(
+            [b"GET".as_slice(), format!("k{i}").as_bytes()],
+            &mut req,
+        );
+    }
+    c.send_raw(&req);
+    for i in 0..1000 {
+        assert_eq!(c.read().0, Value::Simple(b"OK".to_vec()));
+        assert_eq!(c.read().0, bulk(&format!("v{i}")));
+    }
+}
+
+#[test]
+fn requests_split_byte_by_byte_work() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    let value = "x".repeat(300);
+    let mut req = Vec::new();
+    strata_resp::value::encode_request([b"SET".as_slice(), b"frag", value.as_bytes()], &mut req);
+    strata_resp::value::encode_request([b"GET".as_slice(), b"frag"], &mut req);
+    req.extend_from_slice(b"PING\r\n");
+    for b in &req {
+        c.send_raw(std::slice::from_ref(b));
+    }
+    assert_eq!(c.read().0, Value::Simple(b"OK".to_vec()));
+    assert_eq!(c.read().0, bulk(&value));
+    assert_eq!(c.read().0, Value::Simple(b"PONG".to_vec()));
+}
+
+#[test]
+fn binary_safe_keys_and_values() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    let key: Vec<u8> = (0..=255u8).collect();
+    let value: Vec<u8> = (0..=255u8).rev().cycle().take(5000).collect();
+    c.send(&[b"SET", &key, &value]);
+    assert_eq!(c.read().0, Value::Simple(b"OK".to_vec()));
+    c.send(&[b"GET", &key]);
+    assert_eq!(c.read().0, Value::Bulk(value));
+}
+
+#[test]
+fn inline_commands_with_quotes() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    c.send_raw(b"SET \"a key\" 'it''s'\r\n");
+    // Redis rejects a closing quote followed directly by another character.
+    assert_eq!(
+        c.read_to_close(),
+        b"-ERR Protocol error: unbalanced quotes in request\r\n"
+    );
+    let mut c = server.client();
+    c.send_raw(b"SET \"a key\" \"x\\x41\\n\"\r\nGET \"a key\"\r\n");
+    assert_eq!(c.read().0, Value::Simple(b"OK".to_vec()));
+    assert_eq!(c.read().0, bulk("xA\n"));
+}
+
+#[test]
+fn protocol_errors_reply_then_close() {
+    let server = strata(&[]);
+    for (req, reply) in [
+        (
+            &b"*abc\r\n"[..],
+            &b"-ERR Protocol error: invalid multibulk length\r\n"[..],
+        ),
+        (
+            b"*1\r\n$x\r\n",
+            b"-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*1\r\n+PING\r\n",
+            b"-ERR Protocol error: expected '$', got '+'\r\n",
+        ),
+        (
+            b"*1\r\n$600000000\r\n",
+            b"-ERR Protocol error: invalid bulk length\r\n",
+        ),
+    ] {
+        let mut c = server.client();
+        c.send_raw(req);
+        assert_eq!(
+            c.read_to_close(),
+            reply,
+            "for {:?}",
+            String::from_utf8_lossy(req)
+        );
+    }
+}
+
+#[test]
+fn oversized_inline_request_is_refused() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    c.send_raw(&vec![b'a'; 70 * 1024]);
+    assert_eq!(
+        c.read_to_close(),
+        b"-ERR Protocol error: too big inline request\r\n"
+    );
+}
+
+#[test]
+fn many_connections_at_once() {
+    let server = strata(&[]);
+    let mut clients: Vec<Raw> = (0..200).map(|_| server.client()).collect();
+    for (i, c) in clients.iter_mut().enumerate() {
+        c.send(&[b"SET", format!("c{i}").as_bytes(), b"1"]);
+    }
+    for c in clients.iter_mut() {
+        assert_eq!(c.read().0, Value::Simple(b"OK".to_vec()));
+    }
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Integer(200));
+}
+
+#[test]
+fn quit_closes_after_ok() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    c.send_raw(b"QUIT\r\nPING\r\n");
+    assert_eq!(c.read_to_close(), b"+OK\r\n");
+    let _ = Duration::from_secs(0);
+}

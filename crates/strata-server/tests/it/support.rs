@@ -1,0 +1,209 @@
+//! Test kit: start the real `strata-server` (or a real `redis-server`) on a free
+//! loopback port, talk to it with raw RESP, stop it when the test ends.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use strata_resp::value::{Value, decode, encode_request};
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// A server process that is killed when dropped.
+pub struct Proc {
+    child: Child,
+    pub port: u16,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Proc {
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn client(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+
+    pub fn redis(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .expect("client")
+            .get_connection()
+            .expect("connect")
+    }
+
+    /// Waits for the process to exit by itself.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_ready(child: &mut Child, port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("server exited during start-up: {status}");
+        }
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("server did not start listening on port {port}");
+}
+
+/// Starts strata with extra directives (`["--hz", "50"]`).
+pub fn strata(extra: &[&str]) -> Proc {
+    let port = free_port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata-server"));
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
+        .arg(dir.path())
+        .args(["--loglevel", "warning"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    let mut child = cmd.spawn().expect("spawn strata-server");
+    wait_ready(&mut child, port);
+    Proc {
+        child,
+        port,
+        _dir: Some(dir),
+    }
+}
+
+/// Whether a real redis-server is available. When `STRATA_REQUIRE_REDIS=1` (as in
+/// CI) its absence is a failure rather than a skip.
+pub fn redis_available() -> bool {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        if std::env::var("STRATA_REQUIRE_REDIS").as_deref() == Ok("1") {
+            panic!("redis-server is required (STRATA_REQUIRE_REDIS=1) but not installed");
+        }
+        eprintln!("note: redis-server not found; skipping the comparison with Redis");
+    }
+    found
+}
+
+/// Starts a real redis-server with persistence off.
+pub fn redis_server(extra: &[&str]) -> Proc {
+    let port = free_port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn redis-server");
+    wait_ready(&mut child, port);
+    Proc {
+        child,
+        port,
+        _dir: Some(dir),
+    }
+}
+
+/// A raw RESP connection: sends requests, reads whole replies.
+pub struct Raw {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    pub fn connect(port: u16) -> Raw {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        stream.set_nodelay(true).expect("nodelay");
+        Raw {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    pub fn send(&mut self, args: &[&[u8]]) {
+        let mut out = Vec::new();
+        encode_request(args.iter().copied(), &mut out);
+        self.send_raw(&out);
+    }
+
+    /// The next reply, decoded, and its exact bytes.
+    pub fn read(&mut self) -> (Value, Vec<u8>) {
+        loop {
+            if let Some((v, n)) = decode(&self.buf).expect("valid RESP from server") {
+                let raw: Vec<u8> = self.buf.drain(..n).collect();
+                return (v, raw);
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            let n = self.stream.read(&mut chunk).expect("read reply");
+            assert!(n > 0, "connection closed while waiting for a reply");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Sends one command and returns its reply.
+    pub fn cmd(&mut self, args: &[&str]) -> Value {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.send(&args);
+        self.read().0
+    }
+
+    /// Reads until the server closes the connection; returns what came before.
+    pub fn read_to_close(&mut self) -> Vec<u8> {
+        let mut all = std::mem::take(&mut self.buf);
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return all,
+                Ok(n) => all.extend_from_slice(&chunk[..n]),
+                Err(e) => panic!("expected the server to close the connection: {e}"),
+            }
+        }
+    }
+}

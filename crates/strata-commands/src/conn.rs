@@ -85,6 +85,15 @@ impl std::fmt::Debug for ClientInfo {
     }
 }
 
+/// What a blocking command asks for when it has nothing to return yet: wait until one
+/// of `keys` (in the selected database) may have data, or until the timeout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockRequest {
+    pub keys: Vec<Vec<u8>>,
+    /// `None` waits forever (a timeout of 0).
+    pub timeout: Option<std::time::Duration>,
+}
+
 /// The connection's own state, owned by its task and lent to each command.
 #[derive(Debug)]
 pub struct ConnState {
@@ -96,6 +105,12 @@ pub struct ConnState {
     /// Close the connection once the pending replies are written (QUIT, protocol
     /// errors).
     pub close_after_reply: bool,
+    /// Whether a blocking command may block now: false inside MULTI/EXEC and scripts,
+    /// and when the command runs on behalf of a client already woken up.
+    pub may_block: bool,
+    /// Set by a blocking command that found nothing and must wait; the server parks
+    /// the client and runs the command again when a key is ready or times out.
+    pub block: Option<BlockRequest>,
 }
 
 impl ConnState {
@@ -107,6 +122,8 @@ impl ConnState {
             user: "default".to_string(),
             info,
             close_after_reply: false,
+            may_block: true,
+            block: None,
         }
     }
 

@@ -29,6 +29,11 @@ pub struct Keys<'a> {
     guards: SmallVec<[(usize, MutexGuard<'a, Shard>); 4]>,
     /// Whether `guards` holds every shard, in index order.
     all: bool,
+    /// Keys that may now satisfy blocked clients, as (database, key); collected only
+    /// when some client is blocked.
+    pub ready: Vec<(usize, Vec<u8>)>,
+    /// Whether to collect `ready` keys at all.
+    pub track_ready: bool,
 }
 
 impl<'a> Keys<'a> {
@@ -40,6 +45,8 @@ impl<'a> Keys<'a> {
             dirty: 0,
             guards: SmallVec::new(),
             all: false,
+            ready: Vec::new(),
+            track_ready: false,
         }
     }
 
@@ -192,6 +199,23 @@ impl<'a> Keys<'a> {
         db.remove(hash, key, now)
     }
 
+    /// Says that a list or sorted set at `key` (selected database) may have become
+    /// non-empty, so clients blocked on it can be served. Call it after every push or
+    /// add, and when a command moves such a value to a key (RENAME, MOVE, COPY...).
+    #[inline]
+    pub fn ready(&mut self, key: &[u8]) {
+        if self.track_ready {
+            self.ready.push((self.db, key.to_vec()));
+        }
+    }
+
+    /// [`Keys::ready`] for a key of another database.
+    pub fn ready_in(&mut self, db: usize, key: &[u8]) {
+        if self.track_ready {
+            self.ready.push((db, key.to_vec()));
+        }
+    }
+
     /// Records a change to `key` (Redis's `signalModifiedKey` plus a keyspace event).
     #[inline]
     pub fn changed(&mut self, _key: &[u8], _event: &'static str) {
@@ -214,4 +238,44 @@ impl Ctx<'_> {
     pub fn name(&self) -> String {
         self.cmd.full_name()
     }
+
+    /// Whether a blocking command may block (see [`ConnState::may_block`]).
+    pub fn may_block(&self) -> bool {
+        self.conn.may_block
+    }
+
+    /// Parks the client until one of `keys` is ready or `timeout` passes (`None`:
+    /// forever). The handler returns `Ok(())` without writing a reply; the server runs
+    /// the command again when woken, and replies with a null array on timeout.
+    pub fn block(&mut self, keys: &[&[u8]], timeout: Option<std::time::Duration>) {
+        self.conn.block = Some(crate::conn::BlockRequest {
+            keys: keys.iter().map(|k| k.to_vec()).collect(),
+            timeout,
+        });
+    }
+}
+
+/// Parses a blocking command's timeout as Redis does: seconds (fractions allowed)
+/// turned into whole milliseconds by truncation; 0 means forever. Values whose
+/// millisecond count does not fit an i64 (including "inf") read as negative, as the C
+/// cast does.
+pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, CmdError> {
+    let secs = crate::parse::parse_f64(arg)
+        .ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
+    let ms = secs * 1000.0;
+    let ms = if ms.is_finite() && ms.abs() < i64::MAX as f64 {
+        ms.trunc() as i64
+    } else {
+        i64::MIN
+    };
+    if ms < 0 {
+        return Err(CmdError::err("timeout is negative"));
+    }
+    if ms == 0 {
+        return Ok(None);
+    }
+    if ms > i64::MAX - now_ms as i64 {
+        return Err(CmdError::err("timeout is out of range"));
+    }
+    Ok(Some(std::time::Duration::from_millis(ms as u64)))
 }

@@ -21,7 +21,7 @@ pub mod server;
 pub mod spec;
 pub mod table;
 
-pub use conn::{ClientInfo, ConnState};
+pub use conn::{BlockRequest, ClientInfo, ConnState};
 pub use ctx::{Ctx, Keys};
 pub use error::{CmdError, CmdResult};
 pub use exec::{Outcome, execute};

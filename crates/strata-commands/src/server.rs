@@ -25,6 +25,9 @@ pub trait Server: Send + Sync {
     /// The largest string a command may build (`proto-max-bulk-len`).
     fn max_bulk_len(&self) -> usize;
 
+    /// The thresholds at which collections change encoding.
+    fn encoding_limits(&self) -> strata_keyspace::EncodingLimits;
+
     /// CONFIG GET: name/value pairs matching any of the patterns.
     fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)>;
 

@@ -16,6 +16,7 @@ pub mod db;
 pub mod dict;
 pub mod glob;
 pub mod keyspace;
+pub mod pack;
 pub mod value;
 
 pub use compact::CompactBytes;
@@ -25,3 +26,28 @@ pub use value::{Str, Value, ValueType};
 
 /// The in-memory hasher: fast, seeded at random per process, never persisted.
 pub type KeyHasher = foldhash::fast::RandomState;
+
+/// The thresholds at which collections change encoding (Redis's
+/// `*-max-listpack-*` / `set-max-intset-entries` / `list-max-listpack-size`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodingLimits {
+    pub hash_max_listpack_entries: u64,
+    pub hash_max_listpack_value: u64,
+    pub set_max_intset_entries: u64,
+    pub zset_max_listpack_entries: u64,
+    pub zset_max_listpack_value: u64,
+    pub list_max_listpack_size: i64,
+}
+
+impl Default for EncodingLimits {
+    fn default() -> Self {
+        EncodingLimits {
+            hash_max_listpack_entries: 512,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            list_max_listpack_size: -2,
+        }
+    }
+}

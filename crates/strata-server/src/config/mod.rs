@@ -308,6 +308,35 @@ pub struct Config {
     pub io_threads: usize,
     /// `shards` (strata only): the number of keyspace shards, a power of two; 256.
     pub shards: usize,
+    /// `hash-max-listpack-entries`: a hash with more fields leaves the compact encoding.
+    pub hash_max_listpack_entries: u64,
+    /// `hash-max-listpack-value`: ... or with a longer field or value.
+    pub hash_max_listpack_value: u64,
+    /// `set-max-intset-entries`: an all-integer set with more members leaves the intset.
+    pub set_max_intset_entries: u64,
+    /// `zset-max-listpack-entries`: a sorted set with more members leaves the listpack.
+    pub zset_max_listpack_entries: u64,
+    /// `zset-max-listpack-value`: ... or with a longer member.
+    pub zset_max_listpack_value: u64,
+    /// `list-max-listpack-size`: a list node's limit, in entries (> 0) or in bytes
+    /// (-1 .. -5: 4, 8, 16, 32, 64 KiB).
+    pub list_max_listpack_size: i64,
+    /// `list-compress-depth`: only 0 (no compression of list nodes) is supported.
+    pub list_compress_depth: i64,
+}
+
+impl Config {
+    /// The thresholds at which collections change encoding.
+    pub fn encoding_limits(&self) -> strata_keyspace::EncodingLimits {
+        strata_keyspace::EncodingLimits {
+            hash_max_listpack_entries: self.hash_max_listpack_entries,
+            hash_max_listpack_value: self.hash_max_listpack_value,
+            set_max_intset_entries: self.set_max_intset_entries,
+            zset_max_listpack_entries: self.zset_max_listpack_entries,
+            zset_max_listpack_value: self.zset_max_listpack_value,
+            list_max_listpack_size: self.list_max_listpack_size,
+        }
+    }
 }
 
 impl Default for Config {
@@ -382,6 +411,13 @@ impl Default for Config {
             enable_debug_command: ProtectedAction::No,
             io_threads: cpus.clamp(1, 128),
             shards: 256,
+            hash_max_listpack_entries: 512,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
         }
     }
 }
@@ -621,6 +657,13 @@ mod tests {
             ("maxmemory-samples", "5"),
             ("lfu-log-factor", "10"),
             ("lfu-decay-time", "1"),
+            ("hash-max-listpack-entries", "512"),
+            ("hash-max-listpack-value", "64"),
+            ("set-max-intset-entries", "512"),
+            ("zset-max-listpack-entries", "128"),
+            ("zset-max-listpack-value", "64"),
+            ("list-max-listpack-size", "-2"),
+            ("list-compress-depth", "0"),
             ("proto-max-bulk-len", "536870912"),
             ("client-query-buffer-limit", "1073741824"),
             (
@@ -635,7 +678,9 @@ mod tests {
         }
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         assert_eq!(config.io_threads, cpus.clamp(1, 128));
-        assert_eq!(get(&config, &["*"]).len(), directives::all().len());
+        // CONFIG GET * lists aliases too, as Redis 7.0 does.
+        let names: usize = directives::all().iter().map(|d| d.names().count()).sum();
+        assert_eq!(get(&config, &["*"]).len(), names);
     }
 
     #[test]

@@ -1,0 +1,504 @@
+//! `Pack`: a sequence of byte strings packed into one allocation, walkable from both
+//! ends — strata's listpack.
+//!
+//! Small collections (short lists and the nodes of long ones, small hashes and sorted
+//! sets) live in a `Pack` instead of one allocation per element. Each element costs
+//! its bytes plus two to six bytes of framing:
+//!
+//! ```text
+//! | len (LEB128, 1-5 B) | bytes (len B) | back (1-5 B) |
+//! ```
+//!
+//! `back` is the size of `len` + `bytes` written so that it reads backwards (the last
+//! byte holds the lowest seven bits; every byte but the first carries a continuation
+//! flag), so a reader at the end of an element can find its start. The element count is kept beside the buffer.
+//!
+//! Operations at the back are amortised O(1); at the front or in the middle they move
+//! the bytes after the change (`memmove`), which is why callers bound a pack's size
+//! (Redis's `list-max-listpack-size` and friends).
+//!
+//! # Invariants
+//!
+//! - `buf` is exactly a concatenation of well-formed elements and `len` counts them.
+//! - Offsets handed out by [`Pack::offset_of`] are element starts, valid until the
+//!   next change.
+
+/// A packed sequence of byte strings.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Pack {
+    buf: Vec<u8>,
+    len: u32,
+}
+
+fn varint_len(mut n: usize) -> usize {
+    let mut k = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        k += 1;
+    }
+    k
+}
+
+fn write_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Reads a LEB128 varint at `at`; returns (value, bytes used).
+fn read_varint(buf: &[u8], at: usize) -> (usize, usize) {
+    let mut n = 0usize;
+    let mut shift = 0;
+    let mut i = at;
+    loop {
+        let b = buf[i];
+        n |= ((b & 0x7f) as usize) << shift;
+        i += 1;
+        if b & 0x80 == 0 {
+            return (n, i - at);
+        }
+        shift += 7;
+    }
+}
+
+/// Writes `n` so that it can be read backwards from its last byte: most significant
+/// seven bits first, and every byte but the first flagged, so a reader walking back
+/// stops at the byte without the flag.
+fn write_back(out: &mut Vec<u8>, n: usize) {
+    let k = varint_len(n);
+    for i in (0..k).rev() {
+        let chunk = ((n >> (7 * i)) & 0x7f) as u8;
+        out.push(if i == k - 1 { chunk } else { chunk | 0x80 });
+    }
+}
+
+/// Reads a backwards varint ending just before `end`; returns (value, bytes used).
+fn read_back(buf: &[u8], end: usize) -> (usize, usize) {
+    let mut n = 0usize;
+    let mut shift = 0;
+    let mut i = end;
+    loop {
+        i -= 1;
+        let b = buf[i];
+        n |= ((b & 0x7f) as usize) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            return (n, end - i);
+        }
+    }
+}
+
+/// Size of the encoded element holding `len` bytes.
+pub fn encoded_len(len: usize) -> usize {
+    let h = varint_len(len) + len;
+    h + varint_len(h)
+}
+
+fn encode(out: &mut Vec<u8>, bytes: &[u8]) {
+    write_varint(out, bytes.len());
+    out.extend_from_slice(bytes);
+    write_back(out, varint_len(bytes.len()) + bytes.len());
+}
+
+impl Pack {
+    pub fn new() -> Pack {
+        Pack::default()
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of encoded data.
+    pub fn bytes_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Bytes allocated.
+    pub fn heap_size(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// The element starting at `at`, and the offset just past it.
+    #[inline]
+    fn element_at(&self, at: usize) -> (&[u8], usize) {
+        let (n, h) = read_varint(&self.buf, at);
+        let start = at + h;
+        let end = start + n;
+        let (_, b) = read_back(&self.buf, end + varint_len(h + n));
+        (&self.buf[start..end], end + b)
+    }
+
+    /// The start of the element that ends just before `end`.
+    #[inline]
+    fn start_before(&self, end: usize) -> usize {
+        let (size, b) = read_back(&self.buf, end);
+        end - b - size
+    }
+
+    pub fn push_back(&mut self, bytes: &[u8]) {
+        encode(&mut self.buf, bytes);
+        self.len += 1;
+    }
+
+    pub fn push_front(&mut self, bytes: &[u8]) {
+        self.insert_at_offset(0, bytes);
+    }
+
+    /// Inserts an element at byte offset `at` (an element start or the end).
+    fn insert_at_offset(&mut self, at: usize, bytes: &[u8]) {
+        let mut enc = Vec::with_capacity(encoded_len(bytes.len()));
+        encode(&mut enc, bytes);
+        self.buf.splice(at..at, enc);
+        self.len += 1;
+    }
+
+    pub fn pop_front(&mut self) -> Option<Vec<u8>> {
+        if self.is_empty() {
+            return None;
+        }
+        let (e, next) = self.element_at(0);
+        let v = e.to_vec();
+        self.buf.drain(..next);
+        self.len -= 1;
+        Some(v)
+    }
+
+    pub fn pop_back(&mut self) -> Option<Vec<u8>> {
+        if self.is_empty() {
+            return None;
+        }
+        let start = self.start_before(self.buf.len());
+        let (e, _) = self.element_at(start);
+        let v = e.to_vec();
+        self.buf.truncate(start);
+        self.len -= 1;
+        Some(v)
+    }
+
+    pub fn first(&self) -> Option<&[u8]> {
+        (!self.is_empty()).then(|| self.element_at(0).0)
+    }
+
+    pub fn last(&self) -> Option<&[u8]> {
+        (!self.is_empty()).then(|| self.element_at(self.start_before(self.buf.len())).0)
+    }
+
+    /// The byte offset of element `index`, walking from the nearer end.
+    pub fn offset_of(&self, index: usize) -> Option<usize> {
+        let len = self.len();
+        if index >= len {
+            return None;
+        }
+        if index <= len / 2 {
+            let mut at = 0;
+            for _ in 0..index {
+                at = self.element_at(at).1;
+            }
+            Some(at)
+        } else {
+            let mut end = self.buf.len();
+            for _ in 0..(len - index) {
+                end = self.start_before(end);
+            }
+            Some(end)
+        }
+    }
+
+    pub fn get(&self, index: usize) -> Option<&[u8]> {
+        self.offset_of(index).map(|at| self.element_at(at).0)
+    }
+
+    /// Inserts `bytes` so that it becomes element `index` (`index == len` appends).
+    pub fn insert(&mut self, index: usize, bytes: &[u8]) {
+        if index >= self.len() {
+            self.push_back(bytes);
+        } else if let Some(at) = self.offset_of(index) {
+            self.insert_at_offset(at, bytes);
+        }
+    }
+
+    /// Removes element `index`, returning it.
+    pub fn remove(&mut self, index: usize) -> Option<Vec<u8>> {
+        let at = self.offset_of(index)?;
+        let (e, next) = self.element_at(at);
+        let v = e.to_vec();
+        self.buf.drain(at..next);
+        self.len -= 1;
+        Some(v)
+    }
+
+    /// Replaces element `index`.
+    pub fn replace(&mut self, index: usize, bytes: &[u8]) -> bool {
+        let Some(at) = self.offset_of(index) else {
+            return false;
+        };
+        let (_, next) = self.element_at(at);
+        let mut enc = Vec::with_capacity(encoded_len(bytes.len()));
+        encode(&mut enc, bytes);
+        self.buf.splice(at..next, enc);
+        true
+    }
+
+    /// Removes `count` elements starting at `index`.
+    pub fn remove_range(&mut self, index: usize, count: usize) {
+        let count = count.min(self.len().saturating_sub(index));
+        if count == 0 {
+            return;
+        }
+        let Some(start) = self.offset_of(index) else {
+            return;
+        };
+        let mut end = start;
+        for _ in 0..count {
+            end = self.element_at(end).1;
+        }
+        self.buf.drain(start..end);
+        self.len -= count as u32;
+    }
+
+    /// Keeps the elements for which `keep` is true, in one pass.
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
+        let mut out = Vec::with_capacity(self.buf.len());
+        let mut kept = 0u32;
+        let mut at = 0;
+        while at < self.buf.len() {
+            let (e, next) = self.element_at(at);
+            if keep(e) {
+                out.extend_from_slice(&self.buf[at..next]);
+                kept += 1;
+            }
+            at = next;
+        }
+        self.buf = out;
+        self.len = kept;
+    }
+
+    /// Moves the elements from `index` on into a new pack.
+    pub fn split_off(&mut self, index: usize) -> Pack {
+        match self.offset_of(index) {
+            None => Pack::new(),
+            Some(at) => {
+                let tail = self.buf.split_off(at);
+                let moved = self.len - index as u32;
+                self.len = index as u32;
+                Pack {
+                    buf: tail,
+                    len: moved,
+                }
+            }
+        }
+    }
+
+    /// Appends every element of `other`.
+    pub fn append(&mut self, other: &Pack) {
+        self.buf.extend_from_slice(&other.buf);
+        self.len += other.len;
+    }
+
+    pub fn shrink_to_fit(&mut self) {
+        self.buf.shrink_to_fit();
+    }
+
+    /// The elements, front to back (and back to front with `.rev()`).
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            pack: self,
+            front: 0,
+            back: self.buf.len(),
+            remaining: self.len(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Pack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.iter().map(String::from_utf8_lossy))
+            .finish()
+    }
+}
+
+impl<'a> IntoIterator for &'a Pack {
+    type Item = &'a [u8];
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl<B: AsRef<[u8]>> FromIterator<B> for Pack {
+    fn from_iter<I: IntoIterator<Item = B>>(iter: I) -> Pack {
+        let mut p = Pack::new();
+        for b in iter {
+            p.push_back(b.as_ref());
+        }
+        p
+    }
+}
+
+/// Iterator over a [`Pack`]'s elements.
+pub struct Iter<'a> {
+    pack: &'a Pack,
+    front: usize,
+    back: usize,
+    remaining: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let (e, next) = self.pack.element_at(self.front);
+        self.front = next;
+        self.remaining -= 1;
+        Some(e)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let start = self.pack.start_before(self.back);
+        self.back = start;
+        self.remaining -= 1;
+        Some(self.pack.element_at(start).0)
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    #[test]
+    fn framing_round_trips_at_size_boundaries() {
+        let mut p = Pack::new();
+        let sizes = [
+            0usize, 1, 125, 126, 127, 128, 129, 16_380, 16_383, 16_384, 16_385, 200_000,
+        ];
+        for &n in &sizes {
+            p.push_back(&vec![n as u8; n]);
+        }
+        let got: Vec<usize> = p.iter().map(|e| e.len()).collect();
+        assert_eq!(got, sizes);
+        let back: Vec<usize> = p.iter().rev().map(|e| e.len()).collect();
+        assert_eq!(back, sizes.iter().rev().copied().collect::<Vec<_>>());
+        for (i, &n) in sizes.iter().enumerate() {
+            assert_eq!(p.get(i).map(<[u8]>::len), Some(n));
+        }
+        assert_eq!(
+            p.bytes_len(),
+            sizes.iter().map(|&n| encoded_len(n)).sum::<usize>()
+        );
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        PushBack(Vec<u8>),
+        PushFront(Vec<u8>),
+        PopBack,
+        PopFront,
+        Insert(usize, Vec<u8>),
+        Remove(usize),
+        Replace(usize, Vec<u8>),
+        RemoveRange(usize, usize),
+        RetainOdd,
+        SplitAppend(usize),
+    }
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            4 => proptest::collection::vec(any::<u8>(), 0..20),
+            1 => proptest::collection::vec(any::<u8>(), 100..300),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            bytes().prop_map(Op::PushBack),
+            bytes().prop_map(Op::PushFront),
+            Just(Op::PopBack),
+            Just(Op::PopFront),
+            (0..40usize, bytes()).prop_map(|(i, b)| Op::Insert(i, b)),
+            (0..40usize).prop_map(Op::Remove),
+            (0..40usize, bytes()).prop_map(|(i, b)| Op::Replace(i, b)),
+            (0..40usize, 0..10usize).prop_map(|(i, n)| Op::RemoveRange(i, n)),
+            Just(Op::RetainOdd),
+            (0..40usize).prop_map(Op::SplitAppend),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        #[test]
+        fn behaves_like_a_deque(ops in proptest::collection::vec(op(), 1..120)) {
+            let mut p = Pack::new();
+            let mut m: VecDeque<Vec<u8>> = VecDeque::new();
+            for op in ops {
+                match op {
+                    Op::PushBack(b) => { p.push_back(&b); m.push_back(b); }
+                    Op::PushFront(b) => { p.push_front(&b); m.push_front(b); }
+                    Op::PopBack => prop_assert_eq!(p.pop_back(), m.pop_back()),
+                    Op::PopFront => prop_assert_eq!(p.pop_front(), m.pop_front()),
+                    Op::Insert(i, b) => {
+                        let i = i.min(m.len());
+                        p.insert(i, &b);
+                        m.insert(i, b);
+                    }
+                    Op::Remove(i) => prop_assert_eq!(p.remove(i), m.remove(i)),
+                    Op::Replace(i, b) => {
+                        let ok = i < m.len();
+                        prop_assert_eq!(p.replace(i, &b), ok);
+                        if ok { m[i] = b; }
+                    }
+                    Op::RemoveRange(i, n) => {
+                        p.remove_range(i, n);
+                        let end = (i + n).min(m.len());
+                        if i < end { m.drain(i..end); }
+                    }
+                    Op::RetainOdd => {
+                        p.retain(|e| e.len() % 2 == 1);
+                        m.retain(|e| e.len() % 2 == 1);
+                    }
+                    Op::SplitAppend(i) => {
+                        let tail = p.split_off(i);
+                        p.append(&tail);
+                    }
+                }
+                prop_assert_eq!(p.len(), m.len());
+                let fwd: Vec<&[u8]> = p.iter().collect();
+                let want: Vec<&[u8]> = m.iter().map(Vec::as_slice).collect();
+                prop_assert_eq!(&fwd, &want);
+                let mut rev: Vec<&[u8]> = p.iter().rev().collect();
+                rev.reverse();
+                prop_assert_eq!(rev, want);
+                prop_assert_eq!(p.first(), m.front().map(Vec::as_slice));
+                prop_assert_eq!(p.last(), m.back().map(Vec::as_slice));
+            }
+        }
+    }
+}

@@ -15,7 +15,7 @@ use crate::spec::{BeginSearch, FindKeys, Flags};
 use crate::table::{Command, Registry, key_positions};
 
 /// What happened when a command ran, for the caller's statistics.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Outcome {
     /// The command run, if the name was known.
     pub cmd: Option<&'static Command>,
@@ -25,6 +25,20 @@ pub struct Outcome {
     pub failed: bool,
     /// Keys changed.
     pub dirty: u64,
+    /// Keys that may now satisfy blocked clients, as (database, key).
+    pub ready: Vec<(usize, Vec<u8>)>,
+}
+
+impl Outcome {
+    fn rejected(cmd: Option<&'static Command>) -> Outcome {
+        Outcome {
+            cmd,
+            rejected: true,
+            failed: true,
+            dirty: 0,
+            ready: Vec::new(),
+        }
+    }
 }
 
 /// Finds the command (or subcommand) `argv` names, or the error to reply with.
@@ -100,23 +114,17 @@ pub fn execute(
         Ok(cmd) => cmd,
         Err((cmd, e)) => {
             ReplyWriter::new(out, proto).error(e.to_string().as_bytes());
-            return Outcome {
-                cmd,
-                rejected: true,
-                failed: true,
-                dirty: 0,
-            };
+            return Outcome::rejected(cmd);
         }
     };
     if !conn.authenticated && !cmd.flags.contains(Flags::NO_AUTH) {
         ReplyWriter::new(out, proto).error(b"NOAUTH Authentication required.");
-        return Outcome {
-            cmd: Some(cmd),
-            rejected: true,
-            failed: true,
-            dirty: 0,
-        };
+        return Outcome::rejected(Some(cmd));
     }
+    // CLIENT LIST shows the command a client is running, or ran last.
+    conn.info
+        .last_cmd
+        .store(cmd.id, std::sync::atomic::Ordering::Relaxed);
     run(server, ks, conn, out, cmd, argv, now_ms)
 }
 
@@ -133,14 +141,10 @@ pub fn run(
     let Some(handler) = cmd.handler else {
         ReplyWriter::new(out, conn.proto)
             .error(CmdError::WrongArity(cmd.full_name()).to_string().as_bytes());
-        return Outcome {
-            cmd: Some(cmd),
-            rejected: true,
-            failed: true,
-            dirty: 0,
-        };
+        return Outcome::rejected(Some(cmd));
     };
     let mut keys = Keys::new(ks, conn.db, now_ms);
+    keys.track_ready = server.has_blocked_clients();
     lock_for(&mut keys, cmd, argv);
     let proto = conn.proto;
     let start = out.len();
@@ -153,6 +157,7 @@ pub fn run(
     };
     let result = handler(&mut ctx, argv);
     let dirty = ctx.keys.dirty;
+    let ready = std::mem::take(&mut ctx.keys.ready);
     drop(ctx);
     let failed = match result {
         Ok(()) => out.get(start) == Some(&b'-'),
@@ -176,6 +181,7 @@ pub fn run(
         rejected: false,
         failed,
         dirty,
+        ready,
     }
 }
 

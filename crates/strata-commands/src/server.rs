@@ -63,4 +63,8 @@ pub trait Server: Send + Sync {
 
     /// Called after a command that changed `n` keys (for statistics and persistence).
     fn add_dirty(&self, n: u64);
+
+    /// Whether any client is blocked waiting for a key (so commands report the keys
+    /// they make ready).
+    fn has_blocked_clients(&self) -> bool;
 }

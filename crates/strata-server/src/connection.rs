@@ -20,6 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
+use crate::blocking::Waiter;
 use crate::state::{ServerState, unix_ms};
 
 /// Initial size of the query and output buffers.
@@ -50,12 +51,16 @@ pub async fn serve(
     ));
     state.register(info.clone());
     state.connected.fetch_add(1, Ordering::Relaxed);
-    let result = run(&state, stream, info, wake).await;
+    let mut stream = stream;
+    let result = run(&state, &mut stream, info, wake).await;
     if let Err(e) = result {
         tracing::debug!("client {id} ({peer}): {e}");
     }
+    // Leave the client list before the socket closes, so that a client which sees the
+    // connection end no longer finds it in CLIENT LIST.
     state.connected.fetch_sub(1, Ordering::Relaxed);
     state.unregister(id);
+    let _ = stream.shutdown().await;
 }
 
 #[cfg(unix)]
@@ -71,7 +76,7 @@ fn fd_of(_: &TcpStream) -> i32 {
 
 async fn run(
     state: &ServerState,
-    mut stream: TcpStream,
+    stream: &mut TcpStream,
     info: Arc<ClientInfo>,
     wake: Arc<Notify>,
 ) -> std::io::Result<()> {
@@ -121,59 +126,32 @@ async fn run(
         state.stats.net(n as u64, 0);
         let mut close = false;
         loop {
-            let parsed = match parser.parse(&inbuf) {
-                Ok(p) => p,
-                Err(e) => {
-                    out.extend_from_slice(b"-ERR ");
-                    out.extend_from_slice(&e.to_bytes());
-                    out.extend_from_slice(b"\r\n");
-                    tracing::debug!("protocol error from client {}: {e}", info.id);
+            match step(state, &mut conn, &mut parser, &mut inbuf, &mut out) {
+                Step::Ran => {
+                    if out.len() >= FLUSH_AT {
+                        flush(state, stream, &mut out).await?;
+                    }
+                }
+                Step::NeedMore => break,
+                Step::Close => {
                     close = true;
                     break;
                 }
-            };
-            match parsed {
-                Parsed::Complete { consumed } => {
-                    let args = parser.args(&inbuf);
-                    let argv: SmallVec<[&[u8]; 8]> = args.iter().collect();
-                    let started = Instant::now();
-                    let now = unix_ms();
-                    let reply_at = out.len();
-                    let outcome = execute(state, &state.keyspace, &mut conn, &mut out, &argv, now);
-                    if outcome.failed {
-                        state.count_error(&out[reply_at..]);
-                    }
-                    let usec = started.elapsed().as_micros() as u64;
-                    drop(argv);
-                    inbuf.advance(consumed);
-                    state.stats.record(
-                        outcome.cmd.map(|c| c.id),
-                        usec,
-                        outcome.rejected,
-                        outcome.failed,
-                    );
-                    if let Some(cmd) = outcome.cmd {
-                        info.last_cmd.store(cmd.id, Ordering::Relaxed);
-                    }
-                    info.last_interaction_ms.store(now, Ordering::Relaxed);
-                    parser.set_authenticated(conn.authenticated);
-                    if conn.close_after_reply || info.is_killed() {
-                        close = true;
-                        break;
-                    }
-                    if out.len() >= FLUSH_AT {
-                        flush(state, &mut stream, &mut out).await?;
-                    }
-                }
-                Parsed::Skip { consumed } => inbuf.advance(consumed),
-                Parsed::Incomplete { hint } => {
-                    if let Some(total) = hint
-                        && total >= BIG_ARG
-                        && total > inbuf.len()
+                Step::Block(waiter, timeout) => {
+                    flush(state, stream, &mut out).await?;
+                    let wait = Park {
+                        state,
+                        info: &info,
+                        wake: &wake,
+                        shutdown: &mut shutdown,
+                    };
+                    match wait
+                        .park(stream, &mut inbuf, &waiter, timeout, conn.proto)
+                        .await?
                     {
-                        inbuf.reserve(total - inbuf.len());
+                        Some(reply) => out.extend_from_slice(&reply),
+                        None => return Ok(()),
                     }
-                    break;
                 }
             }
         }
@@ -187,11 +165,161 @@ async fn run(
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         info.qbuf_free
             .store(inbuf.capacity() - inbuf.len(), Ordering::Relaxed);
-        flush(state, &mut stream, &mut out).await?;
+        flush(state, stream, &mut out).await?;
         if close {
-            let _ = stream.shutdown().await;
             return Ok(());
         }
+    }
+}
+
+/// What happened to the request at the front of the query buffer.
+enum Step {
+    /// A command ran (or nothing needed running); try the next one.
+    Ran,
+    /// No complete request is buffered.
+    NeedMore,
+    /// The connection must close once the replies so far are written.
+    Close,
+    /// The command must wait for a key, up to a timeout.
+    Block(Arc<Waiter>, Option<Duration>),
+}
+
+/// Parses and runs the request at the front of `inbuf`, if it is complete.
+fn step(
+    state: &ServerState,
+    conn: &mut ConnState,
+    parser: &mut RequestParser,
+    inbuf: &mut BytesMut,
+    out: &mut Vec<u8>,
+) -> Step {
+    let parsed = match parser.parse(inbuf) {
+        Ok(p) => p,
+        Err(e) => {
+            out.extend_from_slice(b"-ERR ");
+            out.extend_from_slice(&e.to_bytes());
+            out.extend_from_slice(b"\r\n");
+            tracing::debug!("protocol error from client {}: {e}", conn.id());
+            return Step::Close;
+        }
+    };
+    let consumed = match parsed {
+        Parsed::Complete { consumed } => consumed,
+        Parsed::Skip { consumed } => {
+            inbuf.advance(consumed);
+            return Step::Ran;
+        }
+        Parsed::Incomplete { hint } => {
+            if let Some(total) = hint
+                && total >= BIG_ARG
+                && total > inbuf.len()
+            {
+                inbuf.reserve(total - inbuf.len());
+            }
+            return Step::NeedMore;
+        }
+    };
+    let args = parser.args(inbuf);
+    let argv: SmallVec<[&[u8]; 8]> = args.iter().collect();
+    let started = Instant::now();
+    let now = unix_ms();
+    let reply_at = out.len();
+    let outcome = execute(state, &state.keyspace, conn, out, &argv, now);
+    if outcome.failed {
+        state.count_error(&out[reply_at..]);
+    }
+    let blocked = conn.block.take().map(|req| {
+        let owned: Vec<Vec<u8>> = argv.iter().map(|a| a.to_vec()).collect();
+        let waiter = Waiter::new(conn.info.clone(), conn.db, conn.proto, owned, req.keys);
+        (waiter, req.timeout)
+    });
+    let usec = started.elapsed().as_micros() as u64;
+    drop(argv);
+    inbuf.advance(consumed);
+    state.stats.record(
+        outcome.cmd.map(|c| c.id),
+        usec,
+        outcome.rejected,
+        outcome.failed,
+    );
+    let info = &conn.info;
+    info.last_interaction_ms.store(now, Ordering::Relaxed);
+    parser.set_authenticated(conn.authenticated);
+    if !outcome.ready.is_empty() {
+        state.blocking.serve_ready(state, outcome.ready);
+    }
+    if let Some((waiter, timeout)) = blocked {
+        return Step::Block(waiter, timeout);
+    }
+    if conn.close_after_reply || info.is_killed() {
+        return Step::Close;
+    }
+    Step::Ran
+}
+
+/// A connection parked on a blocking command.
+struct Park<'a> {
+    state: &'a ServerState,
+    info: &'a ClientInfo,
+    wake: &'a Notify,
+    shutdown: &'a mut tokio::sync::watch::Receiver<bool>,
+}
+
+impl Park<'_> {
+    /// Waits until the waiter is served (its reply), times out (the null reply), or
+    /// the connection must close (`None`). Input that arrives meanwhile is buffered
+    /// and runs after the blocking command, in order.
+    async fn park(
+        self,
+        stream: &mut TcpStream,
+        inbuf: &mut BytesMut,
+        waiter: &Arc<Waiter>,
+        timeout: Option<Duration>,
+        proto: strata_resp::Protocol,
+    ) -> std::io::Result<Option<Vec<u8>>> {
+        let blocking = &self.state.blocking;
+        blocking.register(waiter);
+        // A key may have become ready between the command's check and registering.
+        let _ = blocking.try_serve(self.state, waiter);
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut eof = false;
+        let result = loop {
+            if let Some(reply) = waiter.take_reply() {
+                break Some(reply);
+            }
+            if self.info.is_killed() || *self.shutdown.borrow() || eof {
+                break None;
+            }
+            if inbuf.capacity() - inbuf.len() < 1024 {
+                inbuf.reserve(BUF_SIZE);
+            }
+            tokio::select! {
+                _ = waiter.notify.notified() => {}
+                _ = sleep_until_or_never(deadline) => {
+                    if waiter.cancel() {
+                        break Some(crate::blocking::timeout_reply(proto).to_vec());
+                    }
+                }
+                r = stream.read_buf(inbuf), if !eof => {
+                    if r? == 0 {
+                        eof = true;
+                    }
+                }
+                _ = self.wake.notified() => {}
+                _ = self.shutdown.changed() => {}
+            }
+        };
+        if result.is_none() {
+            waiter.cancel();
+        }
+        blocking.unregister(waiter);
+        Ok(result)
+    }
+}
+
+async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }
 

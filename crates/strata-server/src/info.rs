@@ -171,7 +171,7 @@ fn clients(state: &ServerState, out: &mut String) {
     field!(out, "maxclients", "{}", cfg.maxclients);
     field!(out, "client_recent_max_input_buffer", "0");
     field!(out, "client_recent_max_output_buffer", "0");
-    field!(out, "blocked_clients", "0");
+    field!(out, "blocked_clients", "{}", state.blocking.blocked());
     field!(out, "tracking_clients", "0");
     field!(out, "clients_in_timeout_table", "0");
 }

@@ -4,6 +4,7 @@
 //! the command table together behind a Tokio runtime and implements the command
 //! layer's [`strata_commands::Server`] trait for server-wide commands.
 
+pub mod blocking;
 pub mod config;
 pub mod connection;
 pub mod cron;

@@ -40,6 +40,8 @@ pub struct ServerState {
     pub peak_memory: AtomicU64,
     /// Error replies by their first word (INFO errorstats).
     errors: Mutex<BTreeMap<String, u64>>,
+    /// Clients blocked on keys.
+    pub blocking: crate::blocking::Blocking,
 }
 
 pub fn unix_ms() -> u64 {
@@ -88,6 +90,7 @@ impl ServerState {
             on_loglevel: Mutex::new(None),
             peak_memory: AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
+            blocking: Default::default(),
         })
     }
 
@@ -255,5 +258,9 @@ impl Server for ServerState {
 
     fn add_dirty(&self, n: u64) {
         self.stats.dirty.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn has_blocked_clients(&self) -> bool {
+        self.blocking.blocked() > 0
     }
 }

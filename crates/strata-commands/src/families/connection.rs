@@ -508,7 +508,8 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.out.ok();
         return Ok(());
     }
-    if args.len().is_multiple_of(2) {
+    // Filters come in pairs after CLIENT KILL.
+    if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     let mut id = None;

@@ -37,12 +37,23 @@ fn redis_crate_round_trip() {
 fn keys_expire_lazily_and_actively() {
     let server = strata(&["--hz", "100"]);
     let mut c = server.client();
+    // One pipelined batch, so that the keys exist together before any expires.
+    let mut batch = Vec::new();
     for i in 0..200 {
-        c.cmd(&["SET", &format!("t{i}"), "v", "PX", "50"]);
+        let key = format!("t{i}");
+        strata_resp::value::encode_request(
+            [b"SET".as_slice(), key.as_bytes(), b"v", b"PX", b"1000"],
+            &mut batch,
+        );
     }
-    c.cmd(&["SET", "keep", "v"]);
-    assert_eq!(c.cmd(&["DBSIZE"]), Value::Integer(201));
-    std::thread::sleep(Duration::from_millis(400));
+    strata_resp::value::encode_request([b"SET".as_slice(), b"keep", b"v"], &mut batch);
+    strata_resp::value::encode_request([b"DBSIZE".as_slice()], &mut batch);
+    c.send_raw(&batch);
+    for _ in 0..201 {
+        c.read();
+    }
+    assert_eq!(c.read().0, Value::Integer(201));
+    std::thread::sleep(Duration::from_millis(1600));
     // Nobody touched the keys: the active cycle removed them.
     assert_eq!(c.cmd(&["DBSIZE"]), Value::Integer(1));
     c.cmd(&["SET", "lazy", "v", "PX", "30"]);

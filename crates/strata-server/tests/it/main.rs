@@ -4,5 +4,6 @@
 mod support;
 
 mod basics;
+mod clients;
 mod differential;
 mod protocol;

@@ -77,9 +77,17 @@ fn wait_ready(child: &mut Child, port: u16) {
 
 /// Starts strata with extra directives (`["--hz", "50"]`).
 pub fn strata(extra: &[&str]) -> Proc {
+    strata_with_file(None, extra)
+}
+
+/// Starts strata with a configuration file and extra directives.
+pub fn strata_with_file(file: Option<&std::path::Path>, extra: &[&str]) -> Proc {
     let port = free_port();
     let dir = tempfile::tempdir().expect("temp dir");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata-server"));
+    if let Some(file) = file {
+        cmd.arg(file);
+    }
     cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
         .arg(dir.path())
         .args(["--loglevel", "warning"])

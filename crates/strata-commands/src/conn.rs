@@ -94,6 +94,23 @@ pub struct BlockRequest {
     pub timeout: Option<std::time::Duration>,
 }
 
+/// A transaction being queued (between MULTI and EXEC).
+#[derive(Debug, Default)]
+pub struct Multi {
+    pub queued: Vec<Vec<Vec<u8>>>,
+    /// A command was refused while queueing: EXEC must fail with EXECABORT.
+    pub aborted: bool,
+}
+
+/// A key the client WATCHes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watched {
+    pub db: usize,
+    pub key: Vec<u8>,
+    /// Whether the key existed (and had not expired) when watched.
+    pub existed: bool,
+}
+
 /// The connection's own state, owned by its task and lent to each command.
 #[derive(Debug)]
 pub struct ConnState {
@@ -111,6 +128,11 @@ pub struct ConnState {
     /// Set by a blocking command that found nothing and must wait; the server parks
     /// the client and runs the command again when a key is ready or times out.
     pub block: Option<BlockRequest>,
+    /// The transaction being queued, after MULTI.
+    pub multi: Option<Multi>,
+    /// The keys WATCHed, and the flag any change to them raises.
+    pub watched: Vec<Watched>,
+    pub watch_dirty: Arc<AtomicBool>,
 }
 
 impl ConnState {
@@ -124,6 +146,9 @@ impl ConnState {
             close_after_reply: false,
             may_block: true,
             block: None,
+            multi: None,
+            watched: Vec::new(),
+            watch_dirty: Arc::new(AtomicBool::new(false)),
         }
     }
 

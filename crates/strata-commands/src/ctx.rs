@@ -216,10 +216,29 @@ impl<'a> Keys<'a> {
         }
     }
 
-    /// Records a change to `key` (Redis's `signalModifiedKey` plus a keyspace event).
+    /// Records a change to `key` (Redis's `signalModifiedKey` plus a keyspace event):
+    /// counts it and tells the clients WATCHing the key.
     #[inline]
-    pub fn changed(&mut self, _key: &[u8], _event: &'static str) {
+    pub fn changed(&mut self, key: &[u8], _event: &'static str) {
         self.dirty += 1;
+        let (_, db) = self.db_for(key);
+        db.touch(key);
+    }
+
+    /// Runs `f` on one shard: a shard already held is used as is; otherwise it is
+    /// locked just for the call (so nothing else may be held).
+    pub fn with_shard<R>(&mut self, idx: usize, f: impl FnOnce(&mut Shard) -> R) -> R {
+        if self.all {
+            return f(&mut self.guards[idx].1);
+        }
+        if let Ok(i) = self.guards.binary_search_by_key(&idx, |g| g.0) {
+            return f(&mut self.guards[i].1);
+        }
+        debug_assert!(
+            self.guards.is_empty(),
+            "with_shard({idx}) with other shards held"
+        );
+        f(&mut self.ks.lock(idx))
     }
 }
 

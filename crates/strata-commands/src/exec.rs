@@ -10,6 +10,7 @@ use strata_resp::ReplyWriter;
 use crate::conn::ConnState;
 use crate::ctx::{Ctx, Keys};
 use crate::error::CmdError;
+use crate::families::transactions::runs_in_multi;
 use crate::server::Server;
 use crate::spec::{BeginSearch, FindKeys, Flags};
 use crate::table::{Command, Registry, key_positions};
@@ -109,23 +110,53 @@ pub fn execute(
     argv: &[&[u8]],
     now_ms: u64,
 ) -> Outcome {
-    let proto = conn.proto;
     let cmd = match resolve(server.registry(), argv) {
         Ok(cmd) => cmd,
-        Err((cmd, e)) => {
-            ReplyWriter::new(out, proto).error(e.to_string().as_bytes());
-            return Outcome::rejected(cmd);
-        }
+        Err((cmd, e)) => return reject(conn, out, cmd, &e.to_string()),
     };
     if !conn.authenticated && !cmd.flags.contains(Flags::NO_AUTH) {
-        ReplyWriter::new(out, proto).error(b"NOAUTH Authentication required.");
-        return Outcome::rejected(Some(cmd));
+        return reject(conn, out, Some(cmd), "NOAUTH Authentication required.");
+    }
+    if conn.multi.is_some() && !runs_in_multi(cmd) {
+        if cmd.flags.contains(Flags::NO_MULTI) {
+            return reject(
+                conn,
+                out,
+                Some(cmd),
+                "ERR Command not allowed inside a transaction",
+            );
+        }
+        if let Some(multi) = conn.multi.as_mut() {
+            multi.queued.push(argv.iter().map(|a| a.to_vec()).collect());
+        }
+        out.extend_from_slice(strata_resp::reply::QUEUED);
+        return Outcome {
+            cmd: None,
+            rejected: false,
+            failed: false,
+            dirty: 0,
+            ready: Vec::new(),
+        };
     }
     // CLIENT LIST shows the command a client is running, or ran last.
     conn.info
         .last_cmd
         .store(cmd.id, std::sync::atomic::Ordering::Relaxed);
     run(server, ks, conn, out, cmd, argv, now_ms)
+}
+
+/// Replies with a rejection; inside MULTI it also dooms the transaction (EXECABORT).
+fn reject(
+    conn: &mut ConnState,
+    out: &mut Vec<u8>,
+    cmd: Option<&'static Command>,
+    text: &str,
+) -> Outcome {
+    if let Some(multi) = conn.multi.as_mut() {
+        multi.aborted = true;
+    }
+    ReplyWriter::new(out, conn.proto).error(text.as_bytes());
+    Outcome::rejected(cmd)
 }
 
 /// Runs a resolved and checked command.

@@ -25,7 +25,7 @@ pub use conn::{BlockRequest, ClientInfo, ConnState};
 pub use ctx::{Ctx, Keys};
 pub use error::{CmdError, CmdResult};
 pub use exec::{Outcome, execute};
-pub use server::{Server, ShutdownMode};
+pub use server::{KeyspaceSummary, Server, ShutdownMode};
 pub use table::{Command, Registry};
 
 /// The registry of every command strata implements.

@@ -8,6 +8,18 @@ use strata_keyspace::Detached;
 use crate::conn::ClientInfo;
 use crate::table::Registry;
 
+/// Figures of the keyspace for INFO, gathered shard by shard.
+#[derive(Clone, Debug, Default)]
+pub struct KeyspaceSummary {
+    /// Keys per database (expired ones not yet removed included, as in Redis).
+    pub keys: Vec<usize>,
+    /// Keys with a TTL per database.
+    pub expires: Vec<usize>,
+    pub hits: u64,
+    pub misses: u64,
+    pub expired: u64,
+}
+
 /// How SHUTDOWN was asked to treat the dataset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShutdownMode {
@@ -40,8 +52,9 @@ pub trait Server: Send + Sync {
     /// CONFIG REWRITE.
     fn config_rewrite(&self) -> Result<(), String>;
 
-    /// The INFO text for the requested sections (empty: the default sections).
-    fn info(&self, sections: &[&[u8]]) -> String;
+    /// The INFO text for the requested sections (empty: the default sections), given
+    /// the keyspace's figures (gathered by the caller through its locks).
+    fn info(&self, sections: &[&[u8]], keyspace: &KeyspaceSummary) -> String;
 
     /// Every connected client.
     fn clients(&self) -> Vec<Arc<ClientInfo>>;

@@ -44,6 +44,9 @@ pub struct Command {
     pub parent: Option<&'static str>,
     /// Set by the registry: a dense id for per-command statistics.
     pub id: usize,
+    /// Whether the command reads or writes keys its key specs do not name (KEYS,
+    /// FLUSHALL, INFO...): a transaction containing it locks every shard.
+    pub touches_all: bool,
 }
 
 impl std::fmt::Debug for Command {
@@ -73,6 +76,7 @@ impl Command {
         getkeys: None,
         parent: None,
         id: 0,
+        touches_all: false,
     };
 
     /// `container|sub` for subcommands, else the name.

@@ -15,7 +15,9 @@
 //!   for it; all changes of `expire_at` go through this module.
 //! - A method that finds an expired entry removes it and counts it in `expired`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::KeyHasher;
 use crate::compact::CompactBytes;
@@ -93,6 +95,13 @@ pub enum Ttl {
     At(u64),
 }
 
+/// A client's WATCH of one key: its "something changed" flag, and whether the key was
+/// already expired when watched (its deletion by expiry then changes nothing).
+struct Watch {
+    dirty: Arc<AtomicBool>,
+    expired_at_watch: bool,
+}
+
 /// One database of one shard.
 pub struct Db {
     dict: Dict<Box<Entry>, KeyHasher>,
@@ -101,6 +110,8 @@ pub struct Db {
     expires_len: usize,
     /// Keys removed because they expired, lazily or actively.
     pub expired: u64,
+    /// WATCHed keys and their watchers (empty unless someone watches).
+    watches: HashMap<Vec<u8>, Vec<Watch>>,
 }
 
 impl Db {
@@ -110,6 +121,7 @@ impl Db {
             expires: BTreeMap::new(),
             expires_len: 0,
             expired: 0,
+            watches: HashMap::new(),
         }
     }
 
@@ -164,9 +176,10 @@ impl Db {
         let entry = self.dict.at(pos);
         if entry.is_expired(now_ms) {
             let when = entry.expire_at;
-            self.dict.remove_at(pos);
+            let removed = self.dict.remove_at(pos);
             self.index_remove(when, hash);
             self.expired += 1;
+            self.touch_expired(removed.key());
             return None;
         }
         Some(pos)
@@ -322,9 +335,10 @@ impl Db {
             }
             let gone = self.dict.remove_hash_where(hash, |e| e.expire_at == when);
             self.index_remove(when, hash);
-            if gone.is_some() {
+            if let Some(e) = gone {
                 removed += 1;
                 self.expired += 1;
+                self.touch_expired(e.key());
             }
         }
         let more = self
@@ -379,18 +393,107 @@ impl Db {
     }
 
     /// Empties the database, returning its contents so the caller can free them
-    /// off the hot path.
+    /// off the hot path. Every watcher of a key that existed is told.
     pub fn clear(&mut self) -> Detached {
+        self.touch_all_existing();
         self.expires.clear();
         self.expires_len = 0;
         Detached(self.dict.take())
     }
 
-    /// Swaps the contents (not the statistics) of two databases.
+    /// Swaps the contents (not the statistics, nor the watchers, which stay with the
+    /// database number) of two databases, telling the watchers of keys that existed
+    /// in either.
     pub fn swap_contents(&mut self, other: &mut Db) {
+        self.touch_watched_existing_in(other);
+        other.touch_watched_existing_in(self);
         std::mem::swap(&mut self.dict, &mut other.dict);
         std::mem::swap(&mut self.expires, &mut other.expires);
         std::mem::swap(&mut self.expires_len, &mut other.expires_len);
+    }
+
+    /// Touches this database's watched keys that exist here or in `other`.
+    fn touch_watched_existing_in(&mut self, other: &Db) {
+        if self.watches.is_empty() {
+            return;
+        }
+        let keys: Vec<Vec<u8>> = self.watches.keys().cloned().collect();
+        for key in keys {
+            let hash = self.hash(&key);
+            if self.dict.contains(hash, &key) || other.dict.contains(hash, &key) {
+                self.touch(&key);
+            }
+        }
+    }
+
+    /// Starts watching `key` for a client whose flag is `dirty`.
+    pub fn watch(&mut self, hash: u64, key: &[u8], dirty: &Arc<AtomicBool>, now_ms: u64) {
+        let expired_at_watch = self
+            .dict
+            .get(hash, key)
+            .is_some_and(|e| e.is_expired(now_ms));
+        let list = self.watches.entry(key.to_vec()).or_default();
+        if !list.iter().any(|w| Arc::ptr_eq(&w.dirty, dirty)) {
+            list.push(Watch {
+                dirty: dirty.clone(),
+                expired_at_watch,
+            });
+        }
+    }
+
+    /// Stops a client's watch of `key`.
+    pub fn unwatch(&mut self, key: &[u8], dirty: &Arc<AtomicBool>) {
+        if let Some(list) = self.watches.get_mut(key) {
+            list.retain(|w| !Arc::ptr_eq(&w.dirty, dirty));
+            if list.is_empty() {
+                self.watches.remove(key);
+            }
+        }
+    }
+
+    /// Tells the watchers of `key` that it changed.
+    #[inline]
+    pub fn touch(&mut self, key: &[u8]) {
+        if self.watches.is_empty() {
+            return;
+        }
+        if let Some(list) = self.watches.get_mut(key) {
+            for w in list.iter_mut() {
+                w.dirty.store(true, Ordering::Release);
+                w.expired_at_watch = false;
+            }
+        }
+    }
+
+    /// The deletion of an expired key: a change, except for watchers that watched it
+    /// when it had already expired (for them it was already gone).
+    fn touch_expired(&mut self, key: &[u8]) {
+        if self.watches.is_empty() {
+            return;
+        }
+        if let Some(list) = self.watches.get_mut(key) {
+            for w in list.iter_mut() {
+                if w.expired_at_watch {
+                    w.expired_at_watch = false;
+                } else {
+                    w.dirty.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Tells the watchers of every existing watched key that it changed (FLUSHDB).
+    fn touch_all_existing(&mut self) {
+        if self.watches.is_empty() {
+            return;
+        }
+        let keys: Vec<Vec<u8>> = self.watches.keys().cloned().collect();
+        for key in keys {
+            let hash = self.hash(&key);
+            if self.dict.contains(hash, &key) {
+                self.touch(&key);
+            }
+        }
     }
 }
 

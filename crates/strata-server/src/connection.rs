@@ -52,7 +52,13 @@ pub async fn serve(
     state.register(info.clone());
     state.connected.fetch_add(1, Ordering::Relaxed);
     let mut stream = stream;
-    let result = run(&state, &mut stream, info, wake).await;
+    let requirepass = state.config.read().requirepass.is_some();
+    let mut conn = ConnState::new(info.clone(), !requirepass);
+    let result = run(&state, &mut stream, &mut conn, wake).await;
+    if !conn.watched.is_empty() {
+        let mut keys = strata_commands::Keys::new(&state.keyspace, conn.db, unix_ms());
+        strata_commands::families::transactions::unwatch_all(&mut keys, &mut conn);
+    }
     if let Err(e) = result {
         tracing::debug!("client {id} ({peer}): {e}");
     }
@@ -77,24 +83,23 @@ fn fd_of(_: &TcpStream) -> i32 {
 async fn run(
     state: &ServerState,
     stream: &mut TcpStream,
-    info: Arc<ClientInfo>,
+    conn: &mut ConnState,
     wake: Arc<Notify>,
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
-    let (requirepass, limits, query_limit, timeout) = {
+    let info = conn.info.clone();
+    let (limits, query_limit, timeout) = {
         let cfg = state.config.read();
         let limits = Limits {
             max_bulk_len: cfg.proto_max_bulk_len as usize,
             ..Limits::default()
         };
         (
-            cfg.requirepass.is_some(),
             limits,
             cfg.client_query_buffer_limit as usize,
             cfg.timeout as u64,
         )
     };
-    let mut conn = ConnState::new(info.clone(), !requirepass);
     let mut parser = RequestParser::new(limits);
     parser.set_authenticated(conn.authenticated);
     let mut inbuf = BytesMut::with_capacity(BUF_SIZE);
@@ -126,7 +131,7 @@ async fn run(
         state.stats.net(n as u64, 0);
         let mut close = false;
         loop {
-            match step(state, &mut conn, &mut parser, &mut inbuf, &mut out) {
+            match step(state, conn, &mut parser, &mut inbuf, &mut out) {
                 Step::Ran => {
                     if out.len() >= FLUSH_AT {
                         flush(state, stream, &mut out).await?;

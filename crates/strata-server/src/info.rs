@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-use strata_commands::Server;
+use strata_commands::{KeyspaceSummary, Server};
 
 use crate::state::{ServerState, unix_ms};
 
@@ -24,7 +24,7 @@ const DEFAULT_SECTIONS: &[&str] = &[
 
 /// Renders the requested sections (Redis 7.0's selection rules: none means the
 /// default sections, "all" adds commandstats, "everything" is all of them).
-pub fn render(state: &ServerState, requested: &[&[u8]]) -> String {
+pub fn render(state: &ServerState, requested: &[&[u8]], ks: &KeyspaceSummary) -> String {
     let mut wanted: Vec<&str> = Vec::new();
     if requested.is_empty() {
         wanted.extend(DEFAULT_SECTIONS);
@@ -52,7 +52,7 @@ pub fn render(state: &ServerState, requested: &[&[u8]]) -> String {
         if !out.is_empty() {
             out.push_str("\r\n");
         }
-        section(state, name, &mut out);
+        section(state, ks, name, &mut out);
     }
     out
 }
@@ -84,13 +84,13 @@ fn title(out: &mut String, title: &str) {
     let _ = write!(out, "# {title}\r\n");
 }
 
-fn section(state: &ServerState, name: &str, out: &mut String) {
+fn section(state: &ServerState, ks: &KeyspaceSummary, name: &str, out: &mut String) {
     match name {
         "server" => server(state, out),
         "clients" => clients(state, out),
         "memory" => memory(state, out),
         "persistence" => persistence(state, out),
-        "stats" => stats(state, out),
+        "stats" => stats(state, ks, out),
         "replication" => replication(state, out),
         "cpu" => cpu(out),
         "modules" => title(out, "Modules"),
@@ -99,7 +99,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             title(out, "Cluster");
             field!(out, "cluster_enabled", "0");
         }
-        "keyspace" => keyspace(state, out),
+        "keyspace" => keyspace(ks, out),
         "commandstats" => commandstats(state, out),
         _ => {}
     }
@@ -271,21 +271,9 @@ fn persistence(state: &ServerState, out: &mut String) {
     field!(out, "aof_last_write_status", "ok");
 }
 
-/// Sums per-shard counters: (hits, misses, expired).
-fn shard_counters(state: &ServerState) -> (u64, u64, u64) {
-    let (mut hits, mut misses, mut expired) = (0, 0, 0);
-    for s in 0..state.keyspace.num_shards() {
-        let shard = state.keyspace.lock(s);
-        hits += shard.stats.keyspace_hits;
-        misses += shard.stats.keyspace_misses;
-        expired += shard.dbs().iter().map(|d| d.expired).sum::<u64>();
-    }
-    (hits, misses, expired)
-}
-
-fn stats(state: &ServerState, out: &mut String) {
+fn stats(state: &ServerState, ks: &KeyspaceSummary, out: &mut String) {
     let st = &state.stats;
-    let (hits, misses, expired) = shard_counters(state);
+    let (hits, misses, expired) = (ks.hits, ks.misses, ks.expired);
     title(out, "Stats");
     field!(
         out,
@@ -380,26 +368,14 @@ fn errorstats(state: &ServerState, out: &mut String) {
     }
 }
 
-fn keyspace(state: &ServerState, out: &mut String) {
+fn keyspace(ks: &KeyspaceSummary, out: &mut String) {
     title(out, "Keyspace");
-    let dbs = state.keyspace.databases();
-    let mut keys = vec![0usize; dbs];
-    let mut expires = vec![0usize; dbs];
-    for s in 0..state.keyspace.num_shards() {
-        let shard = state.keyspace.lock(s);
-        for (i, db) in shard.dbs().iter().enumerate() {
-            keys[i] += db.len();
-            expires[i] += db.expires_len();
-        }
-    }
-    for i in 0..dbs {
-        if keys[i] > 0 {
+    for (i, (&keys, &expires)) in ks.keys.iter().zip(&ks.expires).enumerate() {
+        if keys > 0 {
             field!(
                 out,
                 format!("db{i}"),
-                "keys={},expires={},avg_ttl=0",
-                keys[i],
-                expires[i]
+                "keys={keys},expires={expires},avg_ttl=0"
             );
         }
     }

@@ -210,8 +210,8 @@ impl Server for ServerState {
             .map_err(|e| format!("ERR Rewriting config file: {e}"))
     }
 
-    fn info(&self, sections: &[&[u8]]) -> String {
-        crate::info::render(self, sections)
+    fn info(&self, sections: &[&[u8]], keyspace: &strata_commands::KeyspaceSummary) -> String {
+        crate::info::render(self, sections, keyspace)
     }
 
     fn clients(&self) -> Vec<Arc<ClientInfo>> {

@@ -88,6 +88,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "swapdb",
+        touches_all: true,
         arity: 3,
         flags: flags!(WRITE, FAST),
         acl: acl!(KEYSPACE, DANGEROUS),
@@ -373,6 +374,8 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    ctx.conn.multi = None;
+    crate::families::transactions::unwatch_all(&mut ctx.keys, ctx.conn);
     ctx.conn.set_db(0);
     ctx.conn.set_proto(Protocol::Resp2);
     ctx.conn.authenticated = ctx.server.requirepass().is_none();

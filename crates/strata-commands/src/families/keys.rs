@@ -165,6 +165,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "keys",
+        touches_all: true,
         arity: 2,
         flags: flags!(READONLY),
         acl: acl!(KEYSPACE, DANGEROUS),
@@ -176,6 +177,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "scan",
+        touches_all: true,
         arity: -2,
         flags: flags!(READONLY),
         tips: &["nondeterministic_output", "request_policy:special"],
@@ -187,6 +189,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "randomkey",
+        touches_all: true,
         arity: 1,
         flags: flags!(READONLY),
         tips: &["request_policy:all_shards", "nondeterministic_output"],
@@ -566,8 +569,7 @@ fn scan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut batch: Vec<(Vec<u8>, ValueType)> = Vec::new();
     let mut budget = count.saturating_mul(10);
     let next = loop {
-        {
-            let guard = ctx.keys.ks.lock(shard as usize);
+        ctx.keys.with_shard(shard as usize, |guard| {
             let d = guard.db_ref(db);
             // Empty shards cost nothing towards the budget, so that a small database
             // comes back in one call, as it does in Redis.
@@ -583,7 +585,7 @@ fn scan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             if d.is_empty() {
                 dict_cursor = 0;
             }
-        }
+        });
         if dict_cursor == 0 {
             shard += 1;
             if shard == shards {
@@ -615,10 +617,7 @@ fn randomkey(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         let s = (start.wrapping_add(k)) % n;
         let key = ctx
             .keys
-            .ks
-            .lock(s)
-            .db(db)
-            .random_key(now, rand::random::<u64>);
+            .with_shard(s, |shard| shard.db(db).random_key(now, rand::random::<u64>));
         if let Some(key) = key {
             ctx.out.bulk(&key);
             return Ok(());

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::parse::is;
-use crate::server::ShutdownMode;
+use crate::server::{KeyspaceSummary, ShutdownMode};
 use crate::spec::Group;
 use crate::table::Command;
 use crate::{acl, flags};
@@ -25,6 +25,7 @@ const CONFIG_SUB: Command = Command {
 pub const COMMANDS: &[Command] = &[
     Command {
         name: "info",
+        touches_all: true,
         arity: -1,
         flags: flags!(LOADING, STALE),
         acl: acl!(DANGEROUS),
@@ -40,6 +41,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "dbsize",
+        touches_all: true,
         arity: 1,
         flags: flags!(READONLY, FAST),
         acl: acl!(KEYSPACE),
@@ -51,6 +53,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "flushdb",
+        touches_all: true,
         arity: -1,
         flags: flags!(WRITE),
         acl: acl!(KEYSPACE, DANGEROUS),
@@ -62,6 +65,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "flushall",
+        touches_all: true,
         arity: -1,
         flags: flags!(WRITE),
         acl: acl!(KEYSPACE, DANGEROUS),
@@ -155,7 +159,22 @@ pub const COMMANDS: &[Command] = &[
 ];
 
 fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let text = ctx.server.info(&args[1..]);
+    let dbs = ctx.server.databases();
+    let mut summary = KeyspaceSummary {
+        keys: vec![0; dbs],
+        expires: vec![0; dbs],
+        ..Default::default()
+    };
+    ctx.keys.for_each_shard(|shard| {
+        summary.hits += shard.stats.keyspace_hits;
+        summary.misses += shard.stats.keyspace_misses;
+        for (i, db) in shard.dbs().iter().enumerate() {
+            summary.keys[i] += db.len();
+            summary.expires[i] += db.expires_len();
+            summary.expired += db.expired;
+        }
+    });
+    let text = ctx.server.info(&args[1..], &summary);
     ctx.out.verbatim(b"txt", text.as_bytes());
     Ok(())
 }
@@ -190,7 +209,6 @@ fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             detached.push(d);
         }
     });
-    ctx.keys.release();
     ctx.server.free_later(detached);
     ctx.keys.dirty += removed.max(1);
     ctx.out.ok();

@@ -4,7 +4,7 @@
 use crate::support::{Raw, redis_available, redis_server, strata};
 
 /// Sends each command to both servers and compares the raw replies.
-fn compare(script: &[&[&str]]) {
+pub fn compare(script: &[&[&str]]) {
     if !redis_available() {
         return;
     }

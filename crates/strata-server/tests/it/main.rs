@@ -7,3 +7,4 @@ mod basics;
 mod clients;
 mod differential;
 mod protocol;
+mod transactions;

@@ -5,6 +5,7 @@ pub mod command;
 pub mod connection;
 pub mod keys;
 pub mod lcs;
+pub mod memory;
 pub mod server;
 pub mod string;
 pub mod transactions;
@@ -20,6 +21,7 @@ pub const ALL: &[&[Command]] = &[
     server::COMMANDS,
     command::COMMANDS,
     transactions::COMMANDS,
+    memory::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

@@ -154,3 +154,24 @@ fn info_has_redis_fields() {
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("cmdstat_get:calls=2"), "{text}");
 }
+
+#[test]
+fn memory_usage_counts_the_value() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    c.cmd(&["SET", "small", "v"]);
+    c.cmd(&["SET", "big", &"x".repeat(10_000)]);
+    let Value::Integer(small) = c.cmd(&["MEMORY", "USAGE", "small"]) else {
+        panic!()
+    };
+    let Value::Integer(big) = c.cmd(&["MEMORY", "USAGE", "big", "SAMPLES", "0"]) else {
+        panic!()
+    };
+    assert!((1..200).contains(&small), "{small}");
+    assert!((10_000..10_300).contains(&big), "{big}");
+    assert_eq!(c.cmd(&["MEMORY", "USAGE", "nokey"]), Value::Null);
+    assert_eq!(
+        c.cmd(&["MEMORY", "USAGE", "big", "SAMPLES", "-1"]),
+        Value::Error(b"ERR syntax error".to_vec())
+    );
+}

@@ -17,7 +17,8 @@ pub struct ClientInfo {
     pub created_ms: u64,
     pub name: Mutex<Option<Vec<u8>>>,
     pub db: AtomicUsize,
-    /// Id of the last command run (see `Registry::by_id`).
+    /// Id of the command running, or run last (see `Registry::by_id`); `usize::MAX`
+    /// when that was an unknown command.
     pub last_cmd: AtomicUsize,
     pub last_interaction_ms: AtomicU64,
     /// 2 or 3.

@@ -3,13 +3,15 @@
 //! The checks come from the command table and happen in Redis's order (unknown command,
 //! arity, authentication) before the handler runs, so handlers never repeat them.
 
+use std::sync::atomic::Ordering;
+
 use smallvec::SmallVec;
 use strata_keyspace::Keyspace;
 use strata_resp::ReplyWriter;
 
 use crate::conn::ConnState;
 use crate::ctx::{Ctx, Keys};
-use crate::error::CmdError;
+use crate::error::{CmdError, c_str};
 use crate::server::Server;
 use crate::spec::{BeginSearch, FindKeys, Flags};
 use crate::table::{Command, Registry, key_positions};
@@ -67,23 +69,23 @@ pub fn arity_ok(arity: i32, argc: usize) -> bool {
 }
 
 /// Redis's text for an unknown command: the name and the first arguments, each
-/// quoted, up to about 128 bytes.
+/// quoted as C's `%.*s` does (see [`c_str`]), up to about 128 bytes.
 pub fn unknown_command(argv: &[&[u8]]) -> CmdError {
-    let name = String::from_utf8_lossy(&argv[0][..argv[0].len().min(128)]).into_owned();
-    let mut args = String::new();
+    let mut text = b"ERR unknown command '".to_vec();
+    text.extend_from_slice(c_str(argv[0], 128));
+    text.extend_from_slice(b"', with args beginning with: ");
+    let mut args: Vec<u8> = Vec::new();
     for arg in &argv[1..] {
         if args.len() >= 128 {
             break;
         }
         let room = 128 - args.len();
-        let text = String::from_utf8_lossy(&arg[..arg.len().min(room)]).into_owned();
-        args.push('\'');
-        args.push_str(&text);
-        args.push_str("' ");
+        args.push(b'\'');
+        args.extend_from_slice(c_str(arg, room));
+        args.extend_from_slice(b"' ");
     }
-    CmdError::coded(format!(
-        "ERR unknown command '{name}', with args beginning with: {args}"
-    ))
+    text.extend_from_slice(&args);
+    CmdError::Other(text.into())
 }
 
 /// Runs `argv` for a connection, appending the reply to `out`.
@@ -96,10 +98,20 @@ pub fn execute(
     now_ms: u64,
 ) -> Outcome {
     let proto = conn.proto;
-    let cmd = match resolve(server.registry(), argv) {
+    let resolved = resolve(server.registry(), argv);
+    // CLIENT LIST shows the command being run (or the last one run) as Redis records
+    // it before any check: the command found, or none for an unknown (sub)command.
+    let current = match &resolved {
+        Ok(cmd) | Err((Some(cmd), CmdError::WrongArity(_))) => Some(*cmd),
+        Err(_) => None,
+    };
+    conn.info
+        .last_cmd
+        .store(current.map_or(usize::MAX, |c| c.id), Ordering::Relaxed);
+    let cmd = match resolved {
         Ok(cmd) => cmd,
         Err((cmd, e)) => {
-            ReplyWriter::new(out, proto).error(e.to_string().as_bytes());
+            ReplyWriter::new(out, proto).error(&e.to_bytes());
             return Outcome {
                 cmd,
                 rejected: true,
@@ -131,8 +143,7 @@ pub fn run(
     now_ms: u64,
 ) -> Outcome {
     let Some(handler) = cmd.handler else {
-        ReplyWriter::new(out, conn.proto)
-            .error(CmdError::WrongArity(cmd.full_name()).to_string().as_bytes());
+        ReplyWriter::new(out, conn.proto).error(&CmdError::WrongArity(cmd.full_name()).to_bytes());
         return Outcome {
             cmd: Some(cmd),
             rejected: true,
@@ -164,7 +175,7 @@ pub fn run(
                 cmd.full_name()
             );
             out.truncate(start);
-            ReplyWriter::new(out, proto).error(e.to_string().as_bytes());
+            ReplyWriter::new(out, proto).error(&e.to_bytes());
             true
         }
     };

@@ -143,18 +143,15 @@ async fn run(
                     if outcome.failed {
                         state.count_error(&out[reply_at..]);
                     }
-                    let usec = started.elapsed().as_micros() as u64;
+                    let took = started.elapsed();
                     drop(argv);
                     inbuf.advance(consumed);
                     state.stats.record(
                         outcome.cmd.map(|c| c.id),
-                        usec,
+                        took,
                         outcome.rejected,
                         outcome.failed,
                     );
-                    if let Some(cmd) = outcome.cmd {
-                        info.last_cmd.store(cmd.id, Ordering::Relaxed);
-                    }
                     info.last_interaction_ms.store(now, Ordering::Relaxed);
                     parser.set_authenticated(conn.authenticated);
                     if conn.close_after_reply || info.is_killed() {

@@ -6,3 +6,4 @@ mod support;
 mod basics;
 mod differential;
 mod protocol;
+mod random_diff;

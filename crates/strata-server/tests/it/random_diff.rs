@@ -78,7 +78,14 @@ impl Drop for Whereabouts {
 fn show(args: &[Vec<u8>]) -> String {
     let parts: Vec<String> = args
         .iter()
-        .map(|a| format!("{:?}", String::from_utf8_lossy(a)))
+        .map(|a| {
+            let text = String::from_utf8_lossy(&a[..a.len().min(200)]).into_owned();
+            if a.len() > 200 {
+                format!("{text:?}... ({} bytes)", a.len())
+            } else {
+                format!("{text:?}")
+            }
+        })
         .collect();
     parts.join(" ")
 }
@@ -151,6 +158,14 @@ fn run_seed(
                 }
                 (here.command.clone(), result, r.1, s.1)
             }
+            Step::Pipeline(cmds) => {
+                here.command = format!("pipeline of {}", cmds.len());
+                let (shown, result, r, s) = pipeline(&mut pair, cmds);
+                if opts.trace {
+                    eprintln!("[{seed}:{index}] {shown} -> {}", show_reply(&r));
+                }
+                (shown, result, r, s)
+            }
             Step::Scan {
                 cursor,
                 opts: scan_opts,
@@ -168,10 +183,10 @@ fn run_seed(
         let (shown, result, r, s) = outcome;
         if let Err(why) = result {
             let history: Vec<String> = recent.iter().cloned().collect();
+            let (r, s) = (show_reply(&r), show_reply(&s));
             mismatches.push(format!(
-                "seed {seed} step {index}: {shown}\n  {why}\n  redis:  {}\n  strata: {}\n  after:\n    {}",
-                show_reply(&r),
-                show_reply(&s),
+                "seed {seed} step {index}: {shown}\n  {why}\n  redis:  {r}\n  strata: {s}\n  \
+                 after:\n    {}",
                 history.join("\n    ")
             ));
             if mismatches.len() >= opts.max_mismatches {
@@ -201,6 +216,35 @@ fn run_seed(
         }
     }
     mismatches
+}
+
+/// Sends the commands in one write to each server, then compares the replies in
+/// order; returns the first that differs, or the last.
+fn pipeline(
+    pair: &mut Pair,
+    cmds: &[Vec<Vec<u8>>],
+) -> (String, Result<(), String>, Vec<u8>, Vec<u8>) {
+    let mut bytes = Vec::new();
+    for args in cmds {
+        strata_resp::value::encode_request(args.iter().map(Vec::as_slice), &mut bytes);
+    }
+    pair.redis.send_raw(&bytes);
+    pair.ours.send_raw(&bytes);
+    let replies: Vec<(Reply, Reply)> = cmds
+        .iter()
+        .map(|_| (pair.redis.read(), pair.ours.read()))
+        .collect();
+    let mut last = (String::new(), Ok(()), Vec::new(), Vec::new());
+    for (i, (args, (r, s))) in cmds.iter().zip(replies).enumerate() {
+        let shown = format!("pipelined {}/{}: {}", i + 1, cmds.len(), show(args));
+        let result = compare(Cmp::Exact, &r, &s);
+        let failed = result.is_err();
+        last = (shown, result, r.1, s.1);
+        if failed {
+            break;
+        }
+    }
+    last
 }
 
 /// RANDOMKEY: nil on both, or each server's key exists on the other.
@@ -235,7 +279,18 @@ fn full_scan(pair: &mut Pair, args: &[Vec<u8>]) -> (Result<(), String>, Vec<u8>,
         (Err(e), _) => Err(format!("redis: {e}")),
         (_, Err(e)) => Err(format!("strata: {e}")),
     };
-    let list = |k: &Result<BTreeSet<Vec<u8>>, String>| -> Vec<u8> { format!("{k:?}").into_bytes() };
+    let list = |k: &Result<BTreeSet<Vec<u8>>, String>| -> Vec<u8> {
+        match k {
+            Ok(keys) => {
+                let keys: Vec<String> = keys
+                    .iter()
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .collect();
+                format!("keys {keys:?}").into_bytes()
+            }
+            Err(e) => e.clone().into_bytes(),
+        }
+    };
     (result, list(&redis_keys), list(&our_keys))
 }
 

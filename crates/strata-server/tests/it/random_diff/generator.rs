@@ -280,6 +280,7 @@ pub const MENU: &[(&str, u32)] = &[
     ("hello", 2),
     ("reset", 1),
     ("short-ttl", 2),
+    ("pipeline", 3),
     ("arity", 8),
     ("unknown", 3),
 ];
@@ -309,6 +310,9 @@ pub enum Step {
         cursor: Vec<u8>,
         opts: Vec<Vec<u8>>,
     },
+    /// Commands sent in one write, their replies read afterwards, each compared byte
+    /// for byte.
+    Pipeline(Vec<Vec<Vec<u8>>>),
     /// A pause, for short TTLs to pass.
     Sleep(u64),
 }
@@ -415,6 +419,12 @@ impl Gen {
     }
 
     fn value(&mut self) -> Vec<u8> {
+        if self.chance(0.005) {
+            // Big enough for the server's large-argument path, and too big for LCS
+            // against another such value.
+            let len = self.rng.random_range(33_000..34_000);
+            return vec![*b"xyz".choose(&mut self.rng).expect("non-empty"); len];
+        }
         if self.chance(0.15) {
             // Small integers: Redis shares them between keys.
             return self.rng.random_range(0..20).to_string().into_bytes();
@@ -659,7 +669,7 @@ impl Gen {
                 exact(vec![w, k, db])
             }
             "keys" => {
-                let p = self.pick(PATTERNS).to_vec();
+                let p = self.pattern();
                 Step::Cmd(vec![w, p], Cmp::Unordered)
             }
             "scan" => self.scan(),
@@ -888,6 +898,7 @@ impl Gen {
                 Step::Cmd(args, Cmp::Hello)
             }
             "short-ttl" => self.short_ttl(),
+            "pipeline" => self.pipeline(),
             "arity" => self.wrong_arity(),
             "unknown" => self.unknown(),
             other => unreachable!("no generator for {other}"),
@@ -907,7 +918,7 @@ impl Gen {
             match self.rng.random_range(0..8) {
                 0 | 1 => {
                     opts.push(self.word("MATCH"));
-                    opts.push(self.pick(PATTERNS).to_vec());
+                    opts.push(self.pattern());
                 }
                 2 | 3 => {
                     opts.push(self.word("COUNT"));
@@ -997,6 +1008,39 @@ impl Gen {
         Step::Cmd(args, Cmp::Exact)
     }
 
+    /// A glob pattern: a known one, or pieces put together at random.
+    fn pattern(&mut self) -> Vec<u8> {
+        if self.chance(0.5) {
+            return self.pick(PATTERNS).to_vec();
+        }
+        const PIECES: &[&[u8]] = &[
+            b"*", b"?", b"k", b"1", b"a", b"b", b"c", b"[a-c]", b"[^k]", b"[k-a]", b"\\*", b"\\",
+            b"[", b"]", b"^", b"-", b"\r\n", b"\0", b" ",
+        ];
+        let n = self.rng.random_range(1..6);
+        (0..n).flat_map(|_| self.pick(PIECES).to_vec()).collect()
+    }
+
+    /// A few commands to send in one write. Commands that are compared other than
+    /// byte for byte, or that need a pause after them, are left out, together with
+    /// their follow-ups.
+    fn pipeline(&mut self) -> Step {
+        let n = self.rng.random_range(2..7);
+        let mut batch = Vec::new();
+        while batch.len() < n {
+            let first = self.next();
+            let group: Option<Vec<Vec<Vec<u8>>>> = std::iter::once(first)
+                .chain(self.pending.drain(..))
+                .map(|step| match step {
+                    Step::Cmd(args, Cmp::Exact) => Some(args),
+                    _ => None,
+                })
+                .collect();
+            batch.extend(group.into_iter().flatten());
+        }
+        Step::Pipeline(batch)
+    }
+
     /// The arguments of a random command, for COMMAND GETKEYS.
     fn nested(&mut self) -> Vec<Vec<u8>> {
         let pending = self.pending.len();
@@ -1014,6 +1058,7 @@ impl Gen {
                 opts.insert(0, b"SCAN".to_vec());
                 opts
             }
+            Step::Pipeline(mut cmds) => cmds.swap_remove(0),
             Step::Sleep(_) => unreachable!("skipped above"),
         }
     }

@@ -17,7 +17,8 @@ pub struct ClientInfo {
     pub created_ms: u64,
     pub name: Mutex<Option<Vec<u8>>>,
     pub db: AtomicUsize,
-    /// Id of the last command run (see `Registry::by_id`).
+    /// Id of the command running, or run last (see `Registry::by_id`); `usize::MAX`
+    /// when that was an unknown command.
     pub last_cmd: AtomicUsize,
     pub last_interaction_ms: AtomicU64,
     /// 2 or 3.
@@ -29,6 +30,12 @@ pub struct ClientInfo {
     pub obuf: AtomicUsize,
     /// Set when the client must be disconnected (CLIENT KILL, SHUTDOWN).
     pub killed: AtomicBool,
+    /// Raised when a WATCHed key changes (CLIENT LIST's `d` flag).
+    pub watch_dirty: Arc<AtomicBool>,
+    /// Commands queued since MULTI, or -1 outside a transaction (`multi=`, flag `x`).
+    pub multi: std::sync::atomic::AtomicI64,
+    /// Whether the client waits in a blocking command (flag `b`).
+    pub blocked: AtomicBool,
     /// Wakes the connection's task so it notices `killed`.
     waker: Box<dyn Fn() + Send + Sync>,
 }
@@ -57,6 +64,9 @@ impl ClientInfo {
             qbuf_free: AtomicUsize::new(0),
             obuf: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
+            watch_dirty: Arc::new(AtomicBool::new(false)),
+            multi: std::sync::atomic::AtomicI64::new(-1),
+            blocked: AtomicBool::new(false),
             waker,
         }
     }
@@ -73,6 +83,24 @@ impl ClientInfo {
 
     pub fn name(&self) -> Option<Vec<u8>> {
         self.name.lock().clone()
+    }
+
+    /// CLIENT LIST's `flags=` letters, in Redis's order (`N` when none apply).
+    pub fn flags(&self) -> String {
+        let mut f = String::new();
+        if self.multi.load(Ordering::Relaxed) >= 0 {
+            f.push('x');
+        }
+        if self.blocked.load(Ordering::Relaxed) {
+            f.push('b');
+        }
+        if self.watch_dirty.load(Ordering::Relaxed) {
+            f.push('d');
+        }
+        if f.is_empty() {
+            f.push('N');
+        }
+        f
     }
 }
 
@@ -137,6 +165,7 @@ pub struct ConnState {
 
 impl ConnState {
     pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> ConnState {
+        let watch_dirty = info.watch_dirty.clone();
         ConnState {
             db: 0,
             proto: Protocol::Resp2,
@@ -148,8 +177,16 @@ impl ConnState {
             block: None,
             multi: None,
             watched: Vec::new(),
-            watch_dirty: Arc::new(AtomicBool::new(false)),
+            watch_dirty,
         }
+    }
+
+    /// Starts (`Some`) or ends (`None`) a transaction, keeping CLIENT LIST's view in
+    /// step.
+    pub fn set_multi(&mut self, multi: Option<Multi>) {
+        let queued = multi.as_ref().map_or(-1, |m| m.queued.len() as i64);
+        self.info.multi.store(queued, Ordering::Relaxed);
+        self.multi = multi;
     }
 
     pub fn id(&self) -> u64 {

@@ -28,12 +28,13 @@ pub enum CmdError {
     /// `ERR unknown subcommand '<sub>'. Try <COMMAND> HELP.`
     UnknownSubcommand {
         command: String,
-        sub: String,
+        sub: Vec<u8>,
     },
     /// `ERR invalid expire time in '<name>' command`.
     InvalidExpire(String),
-    /// Any other error: the full text, starting with its code (`ERR ...`).
-    Other(Cow<'static, str>),
+    /// Any other error: the full text, starting with its code (`ERR ...`). The text
+    /// may quote the client's bytes, which need not be UTF-8.
+    Other(Cow<'static, [u8]>),
 }
 
 pub type CmdResult = Result<(), CmdError>;
@@ -42,20 +43,57 @@ impl CmdError {
     /// An `ERR` error with the given message.
     pub fn err(message: impl Into<Cow<'static, str>>) -> CmdError {
         let message = message.into();
-        CmdError::Other(Cow::Owned(format!("ERR {message}")))
+        CmdError::Other(Cow::Owned(format!("ERR {message}").into_bytes()))
     }
 
     /// An error with its own code (`NOAUTH ...`, `BUSYKEY ...`).
     pub fn coded(text: impl Into<Cow<'static, str>>) -> CmdError {
-        CmdError::Other(text.into())
+        CmdError::Other(match text.into() {
+            Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+            Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+        })
+    }
+
+    /// An `ERR` error that quotes a client's argument as Redis's `%s` does (see
+    /// [`c_str`]): `ERR <before><arg><after>`.
+    pub fn quoting(before: &str, arg: &[u8], after: &str) -> CmdError {
+        let mut text = format!("ERR {before}").into_bytes();
+        text.extend_from_slice(c_str(arg, usize::MAX));
+        text.extend_from_slice(after.as_bytes());
+        CmdError::Other(Cow::Owned(text))
     }
 
     pub fn unknown_subcommand(command: &str, sub: &[u8]) -> CmdError {
         CmdError::UnknownSubcommand {
             command: command.to_ascii_uppercase(),
-            sub: String::from_utf8_lossy(sub).into_owned(),
+            sub: c_str(sub, 128).to_vec(),
         }
     }
+
+    /// The error's text as sent to the client (without the leading `-`).
+    pub fn to_bytes(&self) -> Cow<'_, [u8]> {
+        match self {
+            CmdError::Other(text) => Cow::Borrowed(text),
+            CmdError::UnknownSubcommand { command, sub } => {
+                let mut text = b"ERR unknown subcommand '".to_vec();
+                text.extend_from_slice(sub);
+                text.extend_from_slice(format!("'. Try {command} HELP.").as_bytes());
+                Cow::Owned(text)
+            }
+            other => Cow::Owned(other.to_string().into_bytes()),
+        }
+    }
+}
+
+/// An argument as C's `printf("%.*s")` prints it, which is how Redis quotes
+/// arguments in error messages: up to the first NUL byte, at most `max` bytes.
+pub fn c_str(arg: &[u8], max: usize) -> &[u8] {
+    let end = arg
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(arg.len())
+        .min(max);
+    &arg[..end]
 }
 
 impl fmt::Display for CmdError {
@@ -78,30 +116,15 @@ impl fmt::Display for CmdError {
             CmdError::WrongArity(name) => {
                 write!(f, "ERR wrong number of arguments for '{name}' command")
             }
-            CmdError::UnknownSubcommand { command, sub } => {
-                write!(
-                    f,
-                    "ERR unknown subcommand '{}'. Try {command} HELP.",
-                    truncate(sub, 128)
-                )
+            CmdError::UnknownSubcommand { .. } => {
+                f.write_str(&String::from_utf8_lossy(&self.to_bytes()))
             }
             CmdError::InvalidExpire(name) => {
                 write!(f, "ERR invalid expire time in '{name}' command")
             }
-            CmdError::Other(text) => f.write_str(text),
+            CmdError::Other(text) => f.write_str(&String::from_utf8_lossy(text)),
         }
     }
-}
-
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 impl std::error::Error for CmdError {}
@@ -143,6 +166,20 @@ mod tests {
         ];
         for (e, text) in cases {
             assert_eq!(e.to_string(), text);
+            assert_eq!(e.to_bytes(), text.as_bytes());
         }
+    }
+
+    #[test]
+    fn quoted_arguments_stop_at_nul() {
+        assert_eq!(c_str(b"ab\0cd", 10), b"ab");
+        assert_eq!(c_str(b"abcd", 2), b"ab");
+        let e = CmdError::quoting("Unsupported option ", b"x\xff\0y", "");
+        assert_eq!(e.to_bytes(), &b"ERR Unsupported option x\xff"[..]);
+        let e = CmdError::unknown_subcommand("object", b"fo\0o");
+        assert_eq!(
+            e.to_bytes(),
+            &b"ERR unknown subcommand 'fo'. Try OBJECT HELP."[..]
+        );
     }
 }

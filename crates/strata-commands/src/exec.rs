@@ -3,13 +3,15 @@
 //! The checks come from the command table and happen in Redis's order (unknown command,
 //! arity, authentication) before the handler runs, so handlers never repeat them.
 
+use std::sync::atomic::Ordering;
+
 use smallvec::SmallVec;
 use strata_keyspace::Keyspace;
 use strata_resp::ReplyWriter;
 
 use crate::conn::ConnState;
 use crate::ctx::{Ctx, Keys};
-use crate::error::CmdError;
+use crate::error::{CmdError, c_str};
 use crate::families::transactions::runs_in_multi;
 use crate::server::Server;
 use crate::spec::{BeginSearch, FindKeys, Flags};
@@ -82,23 +84,23 @@ pub fn arity_ok(arity: i32, argc: usize) -> bool {
 }
 
 /// Redis's text for an unknown command: the name and the first arguments, each
-/// quoted, up to about 128 bytes.
+/// quoted as C's `%.*s` does (see [`c_str`]), up to about 128 bytes.
 pub fn unknown_command(argv: &[&[u8]]) -> CmdError {
-    let name = String::from_utf8_lossy(&argv[0][..argv[0].len().min(128)]).into_owned();
-    let mut args = String::new();
+    let mut text = b"ERR unknown command '".to_vec();
+    text.extend_from_slice(c_str(argv[0], 128));
+    text.extend_from_slice(b"', with args beginning with: ");
+    let mut args: Vec<u8> = Vec::new();
     for arg in &argv[1..] {
         if args.len() >= 128 {
             break;
         }
         let room = 128 - args.len();
-        let text = String::from_utf8_lossy(&arg[..arg.len().min(room)]).into_owned();
-        args.push('\'');
-        args.push_str(&text);
-        args.push_str("' ");
+        args.push(b'\'');
+        args.extend_from_slice(c_str(arg, room));
+        args.extend_from_slice(b"' ");
     }
-    CmdError::coded(format!(
-        "ERR unknown command '{name}', with args beginning with: {args}"
-    ))
+    text.extend_from_slice(&args);
+    CmdError::Other(text.into())
 }
 
 /// Runs `argv` for a connection, appending the reply to `out`.
@@ -110,24 +112,38 @@ pub fn execute(
     argv: &[&[u8]],
     now_ms: u64,
 ) -> Outcome {
-    let cmd = match resolve(server.registry(), argv) {
+    let resolved = resolve(server.registry(), argv);
+    // CLIENT LIST shows the command being run (or the last one run) as Redis records
+    // it before any check: the command found, or none for an unknown (sub)command.
+    let current = match &resolved {
+        Ok(cmd) | Err((Some(cmd), CmdError::WrongArity(_))) => Some(*cmd),
+        Err(_) => None,
+    };
+    conn.info
+        .last_cmd
+        .store(current.map_or(usize::MAX, |c| c.id), Ordering::Relaxed);
+    let cmd = match resolved {
         Ok(cmd) => cmd,
-        Err((cmd, e)) => return reject(conn, out, cmd, &e.to_string()),
+        Err((cmd, e)) => return reject(ks, conn, out, cmd, &e.to_bytes()),
     };
     if !conn.authenticated && !cmd.flags.contains(Flags::NO_AUTH) {
-        return reject(conn, out, Some(cmd), "NOAUTH Authentication required.");
+        return reject(ks, conn, out, Some(cmd), b"NOAUTH Authentication required.");
     }
     if conn.multi.is_some() && !runs_in_multi(cmd) {
         if cmd.flags.contains(Flags::NO_MULTI) {
             return reject(
+                ks,
                 conn,
                 out,
                 Some(cmd),
-                "ERR Command not allowed inside a transaction",
+                b"ERR Command not allowed inside a transaction",
             );
         }
         if let Some(multi) = conn.multi.as_mut() {
             multi.queued.push(argv.iter().map(|a| a.to_vec()).collect());
+            conn.info
+                .multi
+                .store(multi.queued.len() as i64, Ordering::Relaxed);
         }
         out.extend_from_slice(strata_resp::reply::QUEUED);
         return Outcome {
@@ -138,24 +154,35 @@ pub fn execute(
             ready: Vec::new(),
         };
     }
-    // CLIENT LIST shows the command a client is running, or ran last.
-    conn.info
-        .last_cmd
-        .store(cmd.id, std::sync::atomic::Ordering::Relaxed);
     run(server, ks, conn, out, cmd, argv, now_ms)
 }
 
-/// Replies with a rejection; inside MULTI it also dooms the transaction (EXECABORT).
+/// Replies with a rejection; inside MULTI it also dooms the transaction (EXECABORT),
+/// and a rejected EXEC ends it at once with the reason, as Redis's
+/// `execCommandAbort` does.
 fn reject(
+    ks: &Keyspace,
     conn: &mut ConnState,
     out: &mut Vec<u8>,
     cmd: Option<&'static Command>,
-    text: &str,
+    text: &[u8],
 ) -> Outcome {
+    let is_exec = cmd.is_some_and(|c| c.parent.is_none() && c.name == "exec");
+    if is_exec {
+        // Even outside MULTI, as Redis's `execCommandAbort` does.
+        conn.set_multi(None);
+        let mut keys = Keys::new(ks, conn.db, 0);
+        crate::families::transactions::unwatch_all(&mut keys, conn);
+        let reason = text.strip_prefix(b"ERR ").unwrap_or(text);
+        let mut msg = b"EXECABORT Transaction discarded because of: ".to_vec();
+        msg.extend_from_slice(reason);
+        ReplyWriter::new(out, conn.proto).error(&msg);
+        return Outcome::rejected(cmd);
+    }
     if let Some(multi) = conn.multi.as_mut() {
         multi.aborted = true;
     }
-    ReplyWriter::new(out, conn.proto).error(text.as_bytes());
+    ReplyWriter::new(out, conn.proto).error(text);
     Outcome::rejected(cmd)
 }
 
@@ -170,8 +197,7 @@ pub fn run(
     now_ms: u64,
 ) -> Outcome {
     let Some(handler) = cmd.handler else {
-        ReplyWriter::new(out, conn.proto)
-            .error(CmdError::WrongArity(cmd.full_name()).to_string().as_bytes());
+        ReplyWriter::new(out, conn.proto).error(&CmdError::WrongArity(cmd.full_name()).to_bytes());
         return Outcome::rejected(Some(cmd));
     };
     let mut keys = Keys::new(ks, conn.db, now_ms);
@@ -200,7 +226,7 @@ pub fn run(
                 cmd.full_name()
             );
             out.truncate(start);
-            ReplyWriter::new(out, proto).error(e.to_string().as_bytes());
+            ReplyWriter::new(out, proto).error(&e.to_bytes());
             true
         }
     };

@@ -8,6 +8,19 @@ pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
     strata_keyspace::value::parse_canonical_i64(arg).ok_or(CmdError::NotInteger)
 }
 
+/// Parses an integer that must fit C's `int`, as Redis's `getIntFromObjectOrReply`
+/// does, with its texts for each failure.
+pub fn int32(arg: &[u8]) -> Result<i32, CmdError> {
+    let n = int(arg)?;
+    i32::try_from(n).map_err(|_| {
+        CmdError::err(format!(
+            "value is out of range, value must between {} and {}",
+            i32::MIN,
+            i32::MAX
+        ))
+    })
+}
+
 /// Parses a float as Redis's `getDoubleFromObject`: all of the argument, no leading
 /// space, not NaN; "inf" and "-inf" are accepted.
 pub fn float(arg: &[u8]) -> Result<f64, CmdError> {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use crate::ctx::Ctx;
 use crate::error::CmdResult;
-use crate::spec::{Acl, BeginSearch, FindKeys, Flags, Group, KeySpec};
+use crate::spec::{Acl, BeginSearch, FindKeys, Flags, Group, KeyFlags, KeySpec};
 
 /// A command handler: runs against the context, writes its reply to `ctx.out` or
 /// returns an error before writing anything.
@@ -19,6 +19,10 @@ pub type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
 /// Extracts key positions for commands whose keys the key specs cannot describe
 /// fully (movable keys).
 pub type GetKeys = fn(&[&[u8]]) -> Vec<usize>;
+
+/// Resolves the flags of the key at a position for a command whose key spec says
+/// `VARIABLE_FLAGS` (SET is RW with GET, OW without).
+pub type KeyFlagsOf = fn(&[&[u8]], usize) -> KeyFlags;
 
 /// One command (or subcommand) and its metadata.
 #[derive(Clone, Copy)]
@@ -40,6 +44,8 @@ pub struct Command {
     pub handler: Option<Handler>,
     pub subcommands: &'static [Command],
     pub getkeys: Option<GetKeys>,
+    /// For key specs flagged `VARIABLE_FLAGS`: the flags a given call has.
+    pub key_flags: Option<KeyFlagsOf>,
     /// Set by the registry: the container's name for a subcommand.
     pub parent: Option<&'static str>,
     /// Set by the registry: a dense id for per-command statistics.
@@ -74,6 +80,7 @@ impl Command {
         handler: None,
         subcommands: &[],
         getkeys: None,
+        key_flags: None,
         parent: None,
         id: 0,
         touches_all: false,
@@ -388,7 +395,6 @@ fn spec_keys(spec: &KeySpec, argv: &[&[u8]], keys: &mut Vec<usize>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::KeyFlags;
 
     const MSET_LIKE: Command = Command {
         name: "mset",

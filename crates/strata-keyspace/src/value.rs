@@ -5,11 +5,19 @@ use crate::compact::CompactBytes;
 /// Strings longer than this are "raw" even when created whole, as in Redis.
 pub const EMBSTR_LIMIT: usize = 44;
 
+/// Integers below this (and not negative) are shared between keys in Redis, which
+/// reports them as referenced `i32::MAX` times.
+pub const SHARED_INTEGERS: i64 = 10_000;
+
 /// A string value in one of Redis's three encodings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Str {
-    /// An integer whose decimal form is the value ("int").
+    /// An integer whose decimal form is the value ("int"), stored as Redis stores a
+    /// new one: shared between keys when below [`SHARED_INTEGERS`].
     Int(i64),
+    /// An integer ("int") that one key holds alone whatever its value: what COPY makes
+    /// of an integer, since Redis duplicates the object rather than share it.
+    OwnInt(i64),
     /// A string created whole and never modified in place ("embstr").
     Emb(CompactBytes),
     /// A string modified in place (APPEND, SETRANGE) or long ("raw").
@@ -48,7 +56,7 @@ impl Str {
     #[inline]
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         match self {
-            Str::Int(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
+            Str::Int(n) | Str::OwnInt(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
             Str::Emb(b) | Str::Raw(b) => f(b),
         }
     }
@@ -60,14 +68,14 @@ impl Str {
     /// The bytes, reusing the heap allocation when there is one.
     pub fn into_vec(self) -> Vec<u8> {
         match self {
-            Str::Int(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
+            Str::Int(n) | Str::OwnInt(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
             Str::Emb(b) | Str::Raw(b) => b.into_vec(),
         }
     }
 
     pub fn len(&self) -> usize {
         match self {
-            Str::Int(n) => itoa::Buffer::new().format(*n).len(),
+            Str::Int(n) | Str::OwnInt(n) => itoa::Buffer::new().format(*n).len(),
             Str::Emb(b) | Str::Raw(b) => b.len(),
         }
     }
@@ -78,16 +86,40 @@ impl Str {
 
     pub fn encoding(&self) -> &'static str {
         match self {
-            Str::Int(_) => "int",
+            Str::Int(_) | Str::OwnInt(_) => "int",
             Str::Emb(_) => "embstr",
             Str::Raw(_) => "raw",
+        }
+    }
+
+    /// The integer, for either integer encoding.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Str::Int(n) | Str::OwnInt(n) => Some(*n),
+            Str::Emb(_) | Str::Raw(_) => None,
+        }
+    }
+
+    /// How many references Redis would report for this value (OBJECT REFCOUNT).
+    pub fn refcount(&self) -> i64 {
+        match self {
+            Str::Int(n) if (0..SHARED_INTEGERS).contains(n) => i32::MAX as i64,
+            _ => 1,
+        }
+    }
+
+    /// The copy COPY stores: the same bytes and encoding, held by one key alone.
+    pub fn duplicate(&self) -> Str {
+        match self {
+            Str::Int(n) => Str::OwnInt(*n),
+            other => other.clone(),
         }
     }
 
     /// Bytes on the heap beyond the entry itself.
     pub fn heap_size(&self) -> usize {
         match self {
-            Str::Int(_) => 0,
+            Str::Int(_) | Str::OwnInt(_) => 0,
             Str::Emb(b) | Str::Raw(b) => b.heap_size(),
         }
     }
@@ -150,6 +182,13 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+        }
+    }
+
+    /// The copy COPY stores (see [`Str::duplicate`]).
+    pub fn duplicate(&self) -> Value {
+        match self {
+            Value::Str(s) => Value::Str(s.duplicate()),
         }
     }
 
@@ -244,6 +283,10 @@ mod tests {
         assert_eq!(Str::new(&[b'x'; 45]).encoding(), "raw");
         assert_eq!(Str::raw(b"a".to_vec()).encoding(), "raw");
         assert_eq!(Str::Int(-5).to_vec(), b"-5");
+        assert_eq!(Str::Int(7).duplicate().encoding(), "int");
+        assert_eq!(Str::Int(7).refcount(), i32::MAX as i64);
+        assert_eq!(Str::Int(7).duplicate().refcount(), 1);
+        assert_eq!(Str::Int(10_000).refcount(), 1);
     }
 
     #[test]

@@ -237,12 +237,12 @@ fn step(
         let waiter = Waiter::new(conn.info.clone(), conn.db, conn.proto, owned, req.keys);
         (waiter, req.timeout)
     });
-    let usec = started.elapsed().as_micros() as u64;
+    let took = started.elapsed();
     drop(argv);
     inbuf.advance(consumed);
     state.stats.record(
         outcome.cmd.map(|c| c.id),
-        usec,
+        took,
         outcome.rejected,
         outcome.failed,
     );
@@ -283,6 +283,7 @@ impl Park<'_> {
     ) -> std::io::Result<Option<Vec<u8>>> {
         let blocking = &self.state.blocking;
         blocking.register(waiter);
+        self.info.blocked.store(true, Ordering::Relaxed);
         // A key may have become ready between the command's check and registering.
         let _ = blocking.try_serve(self.state, waiter);
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
@@ -317,6 +318,7 @@ impl Park<'_> {
             waiter.cancel();
         }
         blocking.unregister(waiter);
+        self.info.blocked.store(false, Ordering::Relaxed);
         Ok(result)
     }
 }

@@ -23,7 +23,8 @@ const DEFAULT_SECTIONS: &[&str] = &[
 ];
 
 /// Renders the requested sections (Redis 7.0's selection rules: none means the
-/// default sections, "all" adds commandstats, "everything" is all of them).
+/// default sections, "all" adds commandstats and latencystats, "everything" is all of
+/// them).
 pub fn render(state: &ServerState, requested: &[&[u8]], ks: &KeyspaceSummary) -> String {
     let mut wanted: Vec<&str> = Vec::new();
     if requested.is_empty() {
@@ -36,6 +37,7 @@ pub fn render(state: &ServerState, requested: &[&[u8]], ks: &KeyspaceSummary) ->
             "all" | "everything" => {
                 wanted.extend(DEFAULT_SECTIONS);
                 wanted.push("commandstats");
+                wanted.push("latencystats");
             }
             other => {
                 if let Some(s) = SECTIONS.iter().find(|s| **s == other) {
@@ -66,10 +68,11 @@ const SECTIONS: &[&str] = &[
     "replication",
     "cpu",
     "modules",
+    "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
-    "commandstats",
 ];
 
 macro_rules! field {
@@ -101,6 +104,7 @@ fn section(state: &ServerState, ks: &KeyspaceSummary, name: &str, out: &mut Stri
         }
         "keyspace" => keyspace(ks, out),
         "commandstats" => commandstats(state, out),
+        "latencystats" => latencystats(state, out),
         _ => {}
     }
 }
@@ -406,6 +410,36 @@ fn commandstats(state: &ServerState, out: &mut String) {
             t.usec,
             t.rejected,
             t.failed
+        );
+    }
+}
+
+/// The percentiles INFO latencystats reports (Redis's default
+/// `latency-tracking-info-percentiles`).
+const LATENCY_PERCENTILES: &[(f64, &str)] = &[(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")];
+
+fn latencystats(state: &ServerState, out: &mut String) {
+    title(out, "Latencystats");
+    let registry = state.registry();
+    let wanted: Vec<f64> = LATENCY_PERCENTILES.iter().map(|(p, _)| *p).collect();
+    let mut rows: Vec<(String, Vec<f64>)> = (0..registry.id_count())
+        .filter_map(|id| {
+            let values = state.stats.latency_percentiles(id, &wanted)?;
+            Some((registry.by_id(id)?.full_name(), values))
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, values) in rows {
+        let parts: Vec<String> = LATENCY_PERCENTILES
+            .iter()
+            .zip(values)
+            .map(|((_, label), v)| format!("{label}={v:.3}"))
+            .collect();
+        field!(
+            out,
+            format!("latency_percentiles_usec_{name}"),
+            "{}",
+            parts.join(",")
         );
     }
 }

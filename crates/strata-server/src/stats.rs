@@ -1,18 +1,39 @@
 //! Server statistics: counters striped across threads so that the hot path never
 //! contends on a shared cache line; INFO sums the stripes.
+//!
+//! Each command also keeps a latency histogram (INFO latencystats) with one bucket
+//! per power of two of nanoseconds, so its percentiles are exact to within a factor
+//! of two.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 const STRIPES: usize = 16;
 
+/// Latency buckets: bucket `i` counts calls that took fewer than `2^i` nanoseconds
+/// (and at least `2^(i-1)`).
+const LATENCY_BUCKETS: usize = 64;
+
 /// Counters of one command.
-#[derive(Default)]
 pub struct CommandCounters {
     pub calls: AtomicU64,
     pub usec: AtomicU64,
     pub rejected: AtomicU64,
     pub failed: AtomicU64,
+    latency: [AtomicU64; LATENCY_BUCKETS],
+}
+
+impl Default for CommandCounters {
+    fn default() -> Self {
+        CommandCounters {
+            calls: AtomicU64::new(0),
+            usec: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            latency: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
 }
 
 /// Totals of one command, summed over stripes.
@@ -95,7 +116,9 @@ impl Stats {
 
     /// Records one command run.
     #[inline]
-    pub fn record(&self, cmd_id: Option<usize>, usec: u64, rejected: bool, failed: bool) {
+    pub fn record(&self, cmd_id: Option<usize>, took: Duration, rejected: bool, failed: bool) {
+        let usec = took.as_micros() as u64;
+        let nanos = took.as_nanos().min(u64::MAX as u128) as u64;
         let s = self.stripe();
         s.global.commands.fetch_add(1, Ordering::Relaxed);
         if failed {
@@ -107,6 +130,8 @@ impl Stats {
             } else {
                 c.calls.fetch_add(1, Ordering::Relaxed);
                 c.usec.fetch_add(usec, Ordering::Relaxed);
+                let bucket = (u64::BITS - nanos.leading_zeros()) as usize;
+                c.latency[bucket.min(LATENCY_BUCKETS - 1)].fetch_add(1, Ordering::Relaxed);
                 if failed {
                     c.failed.fetch_add(1, Ordering::Relaxed);
                 }
@@ -161,6 +186,37 @@ impl Stats {
         t
     }
 
+    /// The latency of a command at each of the given percentiles, in microseconds:
+    /// the upper bound of the bucket that holds that share of its calls. `None` if the
+    /// command never ran.
+    pub fn latency_percentiles(&self, id: usize, percentiles: &[f64]) -> Option<Vec<f64>> {
+        let mut buckets = [0u64; LATENCY_BUCKETS];
+        for s in self.stripes.iter() {
+            if let Some(c) = s.per_command.get(id) {
+                for (total, b) in buckets.iter_mut().zip(&c.latency) {
+                    *total += b.load(Ordering::Relaxed);
+                }
+            }
+        }
+        let calls: u64 = buckets.iter().sum();
+        if calls == 0 {
+            return None;
+        }
+        let at = |p: f64| {
+            let wanted = ((p / 100.0) * calls as f64).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            let bucket = buckets
+                .iter()
+                .position(|&n| {
+                    seen += n;
+                    seen >= wanted
+                })
+                .unwrap_or(LATENCY_BUCKETS - 1);
+            ((1u128 << bucket) - 1) as f64 / 1000.0
+        };
+        Some(percentiles.iter().map(|&p| at(p)).collect())
+    }
+
     /// Takes an ops/sec sample (called by the cron about every 100 ms).
     pub fn sample_ops(&self, now_ms: u64) {
         let commands = self.commands_processed();
@@ -192,6 +248,9 @@ impl Stats {
                 c.usec.store(0, Ordering::Relaxed);
                 c.rejected.store(0, Ordering::Relaxed);
                 c.failed.store(0, Ordering::Relaxed);
+                for b in &c.latency {
+                    b.store(0, Ordering::Relaxed);
+                }
             }
         }
         self.connections_received.store(0, Ordering::Relaxed);
@@ -212,9 +271,9 @@ mod tests {
                 let s = stats.clone();
                 std::thread::spawn(move || {
                     for _ in 0..1000 {
-                        s.record(Some(2), 3, false, false);
+                        s.record(Some(2), Duration::from_micros(3), false, false);
                     }
-                    s.record(Some(1), 0, true, true);
+                    s.record(Some(1), Duration::ZERO, true, true);
                 })
             })
             .collect();
@@ -232,7 +291,14 @@ mod tests {
             }
         );
         assert_eq!(stats.command(1).rejected, 4);
+        // 3 µs is 3,000 ns, in the bucket below 4,096 ns.
+        assert_eq!(
+            stats.latency_percentiles(2, &[50.0, 99.9]),
+            Some(vec![4.095, 4.095])
+        );
+        assert_eq!(stats.latency_percentiles(1, &[50.0]), None);
         stats.reset();
+        assert_eq!(stats.latency_percentiles(2, &[50.0]), None);
         assert_eq!(stats.commands_processed(), 0);
     }
 }

@@ -7,7 +7,7 @@ use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::exec::arity_ok;
 use crate::parse::is;
-use crate::spec::{Acl, BeginSearch, FindKeys, Group, KeySpec};
+use crate::spec::{Acl, BeginSearch, FindKeys, Group, KeyFlags, KeySpec};
 use crate::table::{Command, Registry, key_positions};
 use crate::{acl, flags};
 
@@ -117,13 +117,19 @@ pub fn write_info(out: &mut ReplyWriter, cmd: &Command) {
     for t in cmd.tips {
         out.bulk(t.as_bytes());
     }
-    out.array(cmd.key_specs.len());
+    // Redis 7.0 sends the key specs as a set (later versions as an array).
+    out.set(cmd.key_specs.len());
     for spec in cmd.key_specs {
         write_key_spec(out, spec);
     }
-    out.array(cmd.subcommands.len());
-    for sub in cmd.subcommands {
-        write_info(out, sub);
+    // Redis 7.0 sends "no subcommands" as an empty set, and subcommands as an array.
+    if cmd.subcommands.is_empty() {
+        out.set(0);
+    } else {
+        out.array(cmd.subcommands.len());
+        for sub in cmd.subcommands {
+            write_info(out, sub);
+        }
     }
 }
 
@@ -291,20 +297,22 @@ fn docs(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 /// The command named by `args[2..]` and its key positions, with COMMAND GETKEYS's
-/// errors.
+/// errors in Redis's order: unknown command, no keys at all, wrong arity.
 fn keys_of<'a>(
     ctx: &Ctx,
     args: &'a [&'a [u8]],
 ) -> Result<(&'static Command, Vec<usize>), CmdError> {
     let argv = &args[2..];
-    let registry = ctx.server.registry();
-    let mut cmd = registry
-        .get(argv[0])
-        .ok_or_else(|| CmdError::err("Invalid command specified"))?;
-    if !cmd.subcommands.is_empty()
-        && let Some(sub) = argv.get(1).and_then(|s| Registry::subcommand(cmd, s))
-    {
-        cmd = sub;
+    let invalid = || CmdError::err("Invalid command specified");
+    let base = ctx.server.registry().get(argv[0]).ok_or_else(invalid)?;
+    // A container named alone is looked up as itself, as Redis's `lookupCommand` does.
+    let cmd = if argv.len() == 1 || base.subcommands.is_empty() {
+        base
+    } else {
+        Registry::subcommand(base, argv[1]).ok_or_else(invalid)?
+    };
+    if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {
+        return Err(CmdError::err("The command has no key arguments"));
     }
     if !arity_ok(cmd.arity, argv.len()) {
         return Err(CmdError::err(
@@ -313,7 +321,7 @@ fn keys_of<'a>(
     }
     let keys = key_positions(cmd, argv);
     if keys.is_empty() {
-        return Err(CmdError::err("The command has no key arguments"));
+        return Err(CmdError::err("Invalid arguments specified for command"));
     }
     Ok((cmd, keys))
 }
@@ -329,11 +337,13 @@ fn getkeys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn getkeysandflags(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (cmd, keys) = keys_of(ctx, args)?;
+    let argv = &args[2..];
     ctx.out.array(keys.len());
     for i in keys {
         ctx.out.array(2);
-        ctx.out.bulk(args[2 + i]);
-        // The flags of the first key spec whose keys include this position.
+        ctx.out.bulk(argv[i]);
+        // The flags of the first key spec whose keys include this position, resolved
+        // from the arguments when the spec says they vary.
         let flags = cmd
             .key_specs
             .iter()
@@ -343,9 +353,12 @@ fn getkeysandflags(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                     getkeys: None,
                     ..*cmd
                 };
-                key_positions(&one, &args[2..]).contains(&i)
+                key_positions(&one, argv).contains(&i)
             })
-            .map(|s| s.flags)
+            .map(|s| match cmd.key_flags {
+                Some(resolve) if s.flags.contains(KeyFlags::VARIABLE_FLAGS) => resolve(argv, i),
+                _ => s.flags,
+            })
             .unwrap_or_default();
         let names: Vec<&str> = flags.names().collect();
         ctx.out.set(names.len());
@@ -409,23 +422,23 @@ fn help(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         "COMMAND",
         &[
             "(no subcommand)",
-            "    Return details about all commands.",
+            "    Return details about all Redis commands.",
             "COUNT",
-            "    Return the total number of commands in this server.",
+            "    Return the total number of commands in this Redis server.",
             "LIST",
-            "    Return a list of all commands in this server.",
+            "    Return a list of all commands in this Redis server.",
             "INFO [<command-name> ...]",
-            "    Return details about multiple commands.",
+            "    Return details about multiple Redis commands.",
             "    If no command names are given, documentation details for all",
             "    commands are returned.",
             "DOCS [<command-name> ...]",
-            "    Return documentation details about multiple commands.",
+            "    Return documentation details about multiple Redis commands.",
             "    If no command names are given, documentation details for all",
             "    commands are returned.",
             "GETKEYS <full-command>",
-            "    Return the keys from a full command.",
+            "    Return the keys from a full Redis command.",
             "GETKEYSANDFLAGS <full-command>",
-            "    Return the keys and the access flags from a full command.",
+            "    Return the keys and the access flags from a full Redis command.",
         ],
     );
     Ok(())

@@ -278,37 +278,32 @@ fn hello(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         version = Some(v);
         i = 2;
     }
-    let mut credentials = None;
-    let mut name = None;
+    // As in Redis, each option takes effect as it is read: a bad option later on
+    // does not undo an earlier AUTH or SETNAME.
     while i < args.len() {
         let more = args.len() - 1 - i;
         if is(args[i], "auth") && more >= 2 {
-            credentials = Some((args[i + 1], args[i + 2]));
+            if !check_credentials(ctx, args[i + 1], args[i + 2]) {
+                return Err(CmdError::coded(WRONGPASS));
+            }
+            ctx.conn.authenticated = true;
             i += 3;
         } else if is(args[i], "setname") && more >= 1 {
-            name = Some(args[i + 1]);
+            valid_name(args[i + 1])?;
+            set_name(ctx, args[i + 1]);
             i += 2;
         } else {
-            return Err(CmdError::err(format!(
-                "Syntax error in HELLO option '{}'",
-                String::from_utf8_lossy(args[i])
-            )));
+            return Err(CmdError::quoting(
+                "Syntax error in HELLO option '",
+                args[i],
+                "'",
+            ));
         }
-    }
-    if let Some((user, pass)) = credentials {
-        if !check_credentials(ctx, user, pass) {
-            return Err(CmdError::coded(WRONGPASS));
-        }
-        ctx.conn.authenticated = true;
     }
     if !ctx.conn.authenticated {
         return Err(CmdError::coded(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         ));
-    }
-    if let Some(name) = name {
-        valid_name(name)?;
-        set_name(ctx, name);
     }
     if let Some(v) = version {
         let proto = if v == 3 {
@@ -374,7 +369,7 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
-    ctx.conn.multi = None;
+    ctx.conn.set_multi(None);
     crate::families::transactions::unwatch_all(&mut ctx.keys, ctx.conn);
     ctx.conn.set_db(0);
     ctx.conn.set_proto(Protocol::Resp2);
@@ -420,7 +415,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64, registry: &crate::table::Registr
     let qbuf_free = c.qbuf_free.load(Ordering::Relaxed);
     let omem = c.obuf.load(Ordering::Relaxed);
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -428,7 +423,9 @@ pub fn client_line(c: &ClientInfo, now_ms: u64, registry: &crate::table::Registr
         name,
         age,
         idle,
+        c.flags(),
         c.db.load(Ordering::Relaxed),
+        c.multi.load(Ordering::Relaxed),
         qbuf,
         qbuf_free,
         qbuf + qbuf_free,
@@ -456,10 +453,7 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             Some("normal") => {}
             Some(_) => clients.clear(),
             None => {
-                return Err(CmdError::err(format!(
-                    "Unknown client type '{}'",
-                    String::from_utf8_lossy(t)
-                )));
+                return Err(CmdError::quoting("Unknown client type '", t, "'"));
             }
         }
     } else if args.len() > 3 && is(args[2], "id") {
@@ -511,38 +505,33 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.out.ok();
         return Ok(());
     }
-    // Filters come in pairs after CLIENT KILL.
-    if !args.len().is_multiple_of(2) {
-        return Err(CmdError::Syntax);
-    }
     let mut id = None;
     let mut kind: Option<&'static str> = None;
     let mut addr = None;
     let mut laddr = None;
     let mut user = None;
     let mut skipme = true;
-    for pair in args[2..].chunks_exact(2) {
-        let (opt, val) = (pair[0], pair[1]);
+    // Filters come in pairs, read in order: a dangling last filter is a syntax error
+    // only once the ones before it are valid.
+    for pair in args[2..].chunks(2) {
+        let [opt, val] = *pair else {
+            return Err(CmdError::Syntax);
+        };
         if is(opt, "id") {
             let n = parse::int(val).ok().filter(|&n| n > 0);
             id = Some(n.ok_or_else(|| CmdError::err("client-id should be greater than 0"))? as u64);
         } else if is(opt, "type") {
-            kind = Some(client_type(val).ok_or_else(|| {
-                CmdError::err(format!(
-                    "Unknown client type '{}'",
-                    String::from_utf8_lossy(val)
-                ))
-            })?);
+            kind = Some(
+                client_type(val)
+                    .ok_or_else(|| CmdError::quoting("Unknown client type '", val, "'"))?,
+            );
         } else if is(opt, "addr") {
             addr = Some(val);
         } else if is(opt, "laddr") {
             laddr = Some(val);
         } else if is(opt, "user") {
             if val != b"default" {
-                return Err(CmdError::err(format!(
-                    "No such user '{}'",
-                    String::from_utf8_lossy(val)
-                )));
+                return Err(CmdError::quoting("No such user '", val, "'"));
             }
             user = Some(val);
         } else if is(opt, "skipme") {

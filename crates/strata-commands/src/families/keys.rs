@@ -403,14 +403,11 @@ fn renamenx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 /// Parses a database index argument, as SELECT, MOVE and COPY do.
 pub(crate) fn db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, CmdError> {
-    let n = parse::int(arg)?;
-    if n < i32::MIN as i64 || n > i32::MAX as i64 {
-        return Err(CmdError::NotInteger);
-    }
-    if n < 0 || n as usize >= ctx.server.databases() {
-        return Err(CmdError::DbIndexOutOfRange);
-    }
-    Ok(n as usize)
+    let n = parse::int32(arg)?;
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n < ctx.server.databases())
+        .ok_or(CmdError::DbIndexOutOfRange)
 }
 
 fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -436,7 +433,7 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.out.integer(0);
         return Ok(());
     };
-    let (value, expire) = (entry.value.clone(), entry.expire_at());
+    let (value, expire) = (entry.value.duplicate(), entry.expire_at());
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.other_db_for(dst_db, dst);
     if db.contains(hash, dst, now) && !replace {
@@ -452,14 +449,7 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
-    let n = parse::int(args[2])?;
-    if n < i32::MIN as i64 || n > i32::MAX as i64 {
-        return Err(CmdError::NotInteger);
-    }
-    if n < 0 || n as usize >= ctx.server.databases() {
-        return Err(CmdError::DbIndexOutOfRange);
-    }
-    let dst_db = n as usize;
+    let dst_db = db_index(ctx, args[2])?;
     if dst_db == ctx.keys.db {
         return Err(CmdError::err("source and destination objects are the same"));
     }
@@ -646,10 +636,7 @@ fn expire_generic(ctx: &mut Ctx, args: &[&[u8]], unit: Unit, relative: bool) -> 
         } else if is(opt, "lt") {
             lt = true;
         } else {
-            return Err(CmdError::err(format!(
-                "Unsupported option {}",
-                String::from_utf8_lossy(opt)
-            )));
+            return Err(CmdError::quoting("Unsupported option ", opt, ""));
         }
     }
     if nx && (xx || gt || lt) {
@@ -821,18 +808,11 @@ fn object_idletime(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-/// Redis shares the values 0..10000 between keys and reports them as referenced
-/// `i32::MAX` times; other values have one reference.
-const SHARED_INTEGERS: i64 = 10_000;
-
 fn object_refcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(args[2]);
     match db.get(hash, args[2], now).map(|e| &e.value) {
-        Some(Value::Str(strata_keyspace::Str::Int(n))) if (0..SHARED_INTEGERS).contains(n) => {
-            ctx.out.integer(i32::MAX as i64)
-        }
-        Some(_) => ctx.out.integer(1),
+        Some(Value::Str(s)) => ctx.out.integer(s.refcount()),
         None => ctx.out.null(),
     }
     Ok(())
@@ -844,13 +824,17 @@ fn object_help(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         "OBJECT",
         &[
             "ENCODING <key>",
-            "    Return the kind of internal representation used to store the value of <key>.",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
             "FREQ <key>",
-            "    Return the access frequency index of <key> (needs an LFU maxmemory-policy).",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
             "IDLETIME <key>",
-            "    Return the idle time of <key>, in seconds.",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
             "REFCOUNT <key>",
-            "    Return the number of references to the value of <key>.",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
         ],
     );
     Ok(())

@@ -34,5 +34,5 @@ pub fn help(ctx: &mut Ctx, command: &str, lines: &[&str]) {
         ctx.out.simple(line.as_bytes());
     }
     ctx.out.simple(b"HELP");
-    ctx.out.simple(b"    Print this help.");
+    ctx.out.simple(b"    Prints this help.");
 }

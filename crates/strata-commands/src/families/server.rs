@@ -315,10 +315,11 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     } else if is(sub, "protocol") && args.len() == 3 {
         debug_protocol(ctx, args[2])?;
     } else {
-        return Err(CmdError::err(format!(
-            "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            String::from_utf8_lossy(&sub[..sub.len().min(128)])
-        )));
+        return Err(CmdError::quoting(
+            "unknown subcommand or wrong number of arguments for '",
+            crate::error::c_str(sub, 128),
+            "'. Try DEBUG HELP.",
+        ));
     }
     Ok(())
 }
@@ -393,8 +394,9 @@ fn config_get(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    // Directives and values come in pairs.
     if args.len() % 2 == 1 {
-        return Err(CmdError::WrongArity(ctx.name()));
+        return Err(CmdError::Syntax);
     }
     let pairs: Vec<(&[u8], &[u8])> = args[2..].chunks_exact(2).map(|p| (p[0], p[1])).collect();
     ctx.server.config_set(&pairs).map_err(CmdError::coded)?;

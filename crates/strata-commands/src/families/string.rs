@@ -6,7 +6,7 @@ use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::longdouble::LongDouble;
 use crate::parse::{self, is};
-use crate::spec::{Group, KeySpec};
+use crate::spec::{Group, KeyFlags, KeySpec};
 use crate::table::Command;
 use crate::{acl, flags, kf};
 
@@ -36,6 +36,7 @@ pub const COMMANDS: &[Command] = &[
         summary: "Sets the string value of a key, ignoring its type; optionally with an expiry.",
         complexity: "O(1)",
         handler: Some(set),
+        key_flags: Some(set_key_flags),
         ..STRING
     },
     Command {
@@ -266,6 +267,20 @@ fn get(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         None => ctx.out.null(),
     }
     Ok(())
+}
+
+/// SET reads the old value only with GET (Redis's `setGetKeys`, which matches the
+/// option as a C string, so up to a NUL byte).
+fn set_key_flags(args: &[&[u8]], _pos: usize) -> KeyFlags {
+    if args
+        .iter()
+        .skip(3)
+        .any(|a| is(crate::error::c_str(a, 4), "get"))
+    {
+        kf!(RW, ACCESS, UPDATE)
+    } else {
+        kf!(OW, UPDATE)
+    }
 }
 
 /// Expiry options of SET and GETEX.
@@ -551,7 +566,7 @@ fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
     let (entry, _) = db.get_or_insert_with(hash, key, now, || Value::Str(Str::Int(0)));
     let s = entry.value.as_str_mut().ok_or(CmdError::WrongType)?;
     let current = match s {
-        Str::Int(n) => *n,
+        Str::Int(n) | Str::OwnInt(n) => *n,
         Str::Emb(b) | Str::Raw(b) => match strata_keyspace::value::parse_canonical_i64(b) {
             Some(n) => n,
             None => return Err(CmdError::NotInteger),
@@ -592,10 +607,13 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
     let current = match ctx.keys.get(key) {
         None => LongDouble::from_i64(0),
-        Some(e) => match e.value.as_str().ok_or(CmdError::WrongType)? {
-            Str::Int(n) => LongDouble::from_i64(*n),
-            s => s.with_bytes(LongDouble::parse).ok_or(CmdError::NotFloat)?,
-        },
+        Some(e) => {
+            let s = e.value.as_str().ok_or(CmdError::WrongType)?;
+            match s.as_int() {
+                Some(n) => LongDouble::from_i64(n),
+                None => s.with_bytes(LongDouble::parse).ok_or(CmdError::NotFloat)?,
+            }
+        }
     };
     let by = LongDouble::parse(args[2]).ok_or(CmdError::NotFloat)?;
     let sum = current + by;
@@ -619,14 +637,9 @@ fn append(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(key);
     let len = match db.get(hash, key, now) {
+        // A new key holds the argument as SET would store it ("int", "embstr").
         None => {
-            db.set(
-                hash,
-                key,
-                Value::Str(Str::raw(args[2].to_vec())),
-                Ttl::Persist,
-                now,
-            );
+            db.set(hash, key, Value::string(args[2]), Ttl::Persist, now);
             args[2].len()
         }
         Some(entry) => {

@@ -86,15 +86,16 @@ fn multi(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     if ctx.conn.multi.is_some() {
         return Err(CmdError::err("MULTI calls can not be nested"));
     }
-    ctx.conn.multi = Some(Multi::default());
+    ctx.conn.set_multi(Some(Multi::default()));
     ctx.out.ok();
     Ok(())
 }
 
 fn discard(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
-    if ctx.conn.multi.take().is_none() {
+    if ctx.conn.multi.is_none() {
         return Err(CmdError::err("DISCARD without MULTI"));
     }
+    ctx.conn.set_multi(None);
     unwatch_all(&mut ctx.keys, ctx.conn);
     ctx.out.ok();
     Ok(())
@@ -150,6 +151,7 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     let Some(multi) = ctx.conn.multi.take() else {
         return Err(CmdError::err("EXEC without MULTI"));
     };
+    ctx.conn.set_multi(None);
     if multi.aborted {
         unwatch_all(&mut ctx.keys, ctx.conn);
         return Err(CmdError::coded(

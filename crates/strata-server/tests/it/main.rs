@@ -7,4 +7,5 @@ mod basics;
 mod clients;
 mod differential;
 mod protocol;
+mod random_diff;
 mod transactions;

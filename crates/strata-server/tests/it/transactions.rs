@@ -197,3 +197,19 @@ fn overlapping_transactions_do_not_deadlock() {
         t.join().unwrap();
     }
 }
+
+#[test]
+fn rejected_exec_aborts_with_the_reason() {
+    compare(&[
+        &["EXEC", "x"],
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["EXEC", "extra"],
+        &["EXEC"],
+        &["GET", "a"],
+        &["WATCH", "a"],
+        &["SET", "a", "2"],
+        &["MULTI"],
+        &["EXEC"],
+    ]);
+}

@@ -5,6 +5,7 @@ pub mod command;
 pub mod connection;
 pub mod keys;
 pub mod lcs;
+pub mod list;
 pub mod server;
 pub mod string;
 
@@ -18,6 +19,7 @@ pub const ALL: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,
+    list::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

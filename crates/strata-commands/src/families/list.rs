@@ -407,10 +407,10 @@ fn changed_elements(ctx: &mut Ctx, key: &[u8], event: &'static str, n: usize) {
 
 /// Parses a count that must not be negative, with Redis's error text for both a
 /// malformed and a negative value.
-fn non_negative(arg: &[u8], error: CmdError) -> Result<u64, CmdError> {
+fn non_negative(arg: &[u8], error: impl FnOnce() -> CmdError) -> Result<u64, CmdError> {
     match parse::int(arg) {
         Ok(n) if n >= 0 => Ok(n as u64),
-        _ => Err(error),
+        _ => Err(error()),
     }
 }
 
@@ -490,7 +490,7 @@ fn pop_generic(ctx: &mut Ctx, args: &[&[u8]], end: End) -> CmdResult {
         return Err(CmdError::WrongArity(ctx.name()));
     }
     let count = match args.get(2) {
-        Some(arg) => Some(non_negative(arg, CmdError::NotPositive)?),
+        Some(arg) => Some(non_negative(arg, || CmdError::NotPositive)?),
         None => None,
     };
     let key = args[1];
@@ -682,10 +682,12 @@ fn lpos(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 }
             }
             Some(v) if is(args[j], "count") => {
-                q.count = Some(non_negative(v, CmdError::err("COUNT can't be negative"))?);
+                q.count = Some(non_negative(v, || {
+                    CmdError::err("COUNT can't be negative")
+                })?);
             }
             Some(v) if is(args[j], "maxlen") => {
-                q.maxlen = non_negative(v, CmdError::err("MAXLEN can't be negative"))?;
+                q.maxlen = non_negative(v, || CmdError::err("MAXLEN can't be negative"))?;
             }
             _ => return Err(CmdError::Syntax),
         }

@@ -225,6 +225,13 @@ impl<'a> Keys<'a> {
         db.touch(key);
     }
 
+    /// [`Keys::changed`] for a key of another database (COPY ... DB, MOVE).
+    pub fn changed_in(&mut self, db: usize, key: &[u8], _event: &'static str) {
+        self.dirty += 1;
+        let (_, d) = self.other_db_for(db, key);
+        d.touch(key);
+    }
+
     /// Runs `f` on one shard: a shard already held is used as is; otherwise it is
     /// locked just for the call (so nothing else may be held).
     pub fn with_shard<R>(&mut self, idx: usize, f: impl FnOnce(&mut Shard) -> R) -> R {

@@ -9,6 +9,7 @@
 //! - [`db`]: one database of one shard; lazy and active expiry.
 //! - [`keyspace`]: the shards and their locks.
 //! - [`value`]: values and their Redis encodings.
+//! - [`list`]: lists, as quicklists of packs.
 //! - [`glob`]: Redis's pattern matching.
 
 pub mod compact;
@@ -16,12 +17,14 @@ pub mod db;
 pub mod dict;
 pub mod glob;
 pub mod keyspace;
+pub mod list;
 pub mod pack;
 pub mod value;
 
 pub use compact::CompactBytes;
 pub use db::{Db, Detached, Entry, Ttl};
 pub use keyspace::{Keyspace, Shard, ShardStats};
+pub use list::List;
 pub use value::{Str, Value, ValueType};
 
 /// The in-memory hasher: fast, seeded at random per process, never persisted.

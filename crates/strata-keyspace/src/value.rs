@@ -1,6 +1,7 @@
 //! Values: what a key holds, with Redis's encodings.
 
 use crate::compact::CompactBytes;
+use crate::list::List;
 
 /// Strings longer than this are "raw" even when created whole, as in Redis.
 pub const EMBSTR_LIMIT: usize = 44;
@@ -129,6 +130,7 @@ impl Str {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Str(Str),
+    List(Box<List>),
 }
 
 /// Redis's type names, as TYPE and SCAN TYPE use them.
@@ -176,12 +178,15 @@ impl Value {
     pub fn value_type(&self) -> ValueType {
         match self {
             Value::Str(_) => ValueType::String,
+            Value::List(_) => ValueType::List,
         }
     }
 
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            // Redis 7.0 keeps every list in a quicklist, however short.
+            Value::List(_) => "quicklist",
         }
     }
 
@@ -189,6 +194,7 @@ impl Value {
     pub fn duplicate(&self) -> Value {
         match self {
             Value::Str(s) => Value::Str(s.duplicate()),
+            other => other.clone(),
         }
     }
 
@@ -196,12 +202,29 @@ impl Value {
     pub fn as_str(&self) -> Option<&Str> {
         match self {
             Value::Str(s) => Some(s),
+            _ => None,
         }
     }
 
     pub fn as_str_mut(&mut self) -> Option<&mut Str> {
         match self {
             Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The list, if this is a list value.
+    pub fn as_list(&self) -> Option<&List> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn as_list_mut(&mut self) -> Option<&mut List> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
         }
     }
 
@@ -209,6 +232,7 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
+            Value::List(l) => std::mem::size_of::<List>() + l.heap_size(),
         }
     }
 }

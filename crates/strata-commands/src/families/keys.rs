@@ -381,10 +381,14 @@ fn rename_generic(ctx: &mut Ctx, args: &[&[u8]], nx: bool) -> CmdResult {
         return Err(CmdError::NoSuchKey);
     };
     entry.set_key(dst);
+    let wakes = wakes_blocked(&entry.value);
     let (hash, db) = ctx.keys.db_for(dst);
     db.put_entry(hash, entry, Ttl::Keep, now);
     ctx.keys.changed(src, "rename_from");
     ctx.keys.changed(dst, "rename_to");
+    if wakes {
+        ctx.keys.ready(dst);
+    }
     if nx {
         ctx.out.integer(1)
     } else {
@@ -441,8 +445,12 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(());
     }
     let ttl = expire.map_or(Ttl::Persist, Ttl::At);
+    let wakes = wakes_blocked(&value);
     db.set(hash, dst, value, ttl, now);
-    ctx.keys.changed(dst, "copy_to");
+    ctx.keys.changed_in(dst_db, dst, "copy_to");
+    if wakes {
+        ctx.keys.ready_in(dst_db, dst);
+    }
     ctx.out.integer(1);
     Ok(())
 }
@@ -468,11 +476,22 @@ fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.out.integer(0);
         return Ok(());
     };
+    let wakes = wakes_blocked(&entry.value);
     let (hash, db) = ctx.keys.other_db_for(dst_db, key);
     db.put_entry(hash, entry, Ttl::Keep, now);
     ctx.keys.changed(key, "move_from");
+    ctx.keys.changed_in(dst_db, key, "move_to");
+    if wakes {
+        ctx.keys.ready_in(dst_db, key);
+    }
     ctx.out.integer(1);
     Ok(())
+}
+
+/// Whether a value arriving at a key can serve clients blocked on it (lists and
+/// sorted sets).
+fn wakes_blocked(value: &Value) -> bool {
+    matches!(value.value_type(), ValueType::List | ValueType::ZSet)
 }
 
 fn keys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -813,6 +832,7 @@ fn object_refcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (hash, db) = ctx.keys.db_for(args[2]);
     match db.get(hash, args[2], now).map(|e| &e.value) {
         Some(Value::Str(s)) => ctx.out.integer(s.refcount()),
+        Some(_) => ctx.out.integer(1),
         None => ctx.out.null(),
     }
     Ok(())

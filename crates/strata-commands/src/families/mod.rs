@@ -5,6 +5,7 @@ pub mod command;
 pub mod connection;
 pub mod keys;
 pub mod lcs;
+pub mod list;
 pub mod memory;
 pub mod server;
 pub mod string;
@@ -22,6 +23,7 @@ pub const ALL: &[&[Command]] = &[
     command::COMMANDS,
     transactions::COMMANDS,
     memory::COMMANDS,
+    list::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

@@ -4,7 +4,9 @@
 mod support;
 
 mod basics;
+mod blocking;
 mod clients;
+mod diff_list;
 mod differential;
 mod protocol;
 mod random_diff;

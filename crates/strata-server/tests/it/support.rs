@@ -8,10 +8,19 @@ use std::time::{Duration, Instant};
 
 use strata_resp::value::{Value, decode, encode_request};
 
-/// A loopback port nobody listens on right now.
+/// A loopback port nobody listens on right now, and never the same one twice in this
+/// process: the system readily hands a just-released port out again, and two servers
+/// started at once by parallel tests must not end up sharing one.
 pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    l.local_addr().expect("local addr").port()
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+        let port = l.local_addr().expect("local addr").port();
+        if GIVEN.lock().expect("port registry").insert(port) {
+            return port;
+        }
+    }
 }
 
 /// A server process that is killed when dropped.

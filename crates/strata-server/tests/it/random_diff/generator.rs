@@ -358,7 +358,7 @@ impl Gen {
         for c in tops {
             arities.push((vec![c.name.to_string()], c.arity));
             // Redis's CLIENT has more subcommands than strata's.
-            if c.name != "client" {
+            if c.name != "client" && c.name != "memory" {
                 info_names.push(c.name.to_string());
             }
             for s in c.subcommands {

@@ -10,6 +10,7 @@
 //! - [`keyspace`]: the shards and their locks.
 //! - [`value`]: values and their Redis encodings.
 //! - [`glob`]: Redis's pattern matching.
+//! - [`zset`]: sorted sets.
 
 pub mod compact;
 pub mod db;
@@ -18,11 +19,13 @@ pub mod glob;
 pub mod keyspace;
 pub mod pack;
 pub mod value;
+pub mod zset;
 
 pub use compact::CompactBytes;
 pub use db::{Db, Detached, Entry, Ttl};
 pub use keyspace::{Keyspace, Shard, ShardStats};
 pub use value::{Str, Value, ValueType};
+pub use zset::ZSet;
 
 /// The in-memory hasher: fast, seeded at random per process, never persisted.
 pub type KeyHasher = foldhash::fast::RandomState;

@@ -1,6 +1,7 @@
 //! Values: what a key holds, with Redis's encodings.
 
 use crate::compact::CompactBytes;
+use crate::zset::ZSet;
 
 /// Strings longer than this are "raw" even when created whole, as in Redis.
 pub const EMBSTR_LIMIT: usize = 44;
@@ -97,6 +98,7 @@ impl Str {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Str(Str),
+    ZSet(Box<ZSet>),
 }
 
 /// Redis's type names, as TYPE and SCAN TYPE use them.
@@ -144,12 +146,14 @@ impl Value {
     pub fn value_type(&self) -> ValueType {
         match self {
             Value::Str(_) => ValueType::String,
+            Value::ZSet(_) => ValueType::ZSet,
         }
     }
 
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -157,12 +161,14 @@ impl Value {
     pub fn as_str(&self) -> Option<&Str> {
         match self {
             Value::Str(s) => Some(s),
+            _ => None,
         }
     }
 
     pub fn as_str_mut(&mut self) -> Option<&mut Str> {
         match self {
             Value::Str(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -170,6 +176,7 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
+            Value::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_size(),
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod keys;
 pub mod lcs;
 pub mod server;
 pub mod string;
+pub mod zset;
 
 use crate::ctx::Ctx;
 use crate::table::Command;
@@ -18,6 +19,7 @@ pub const ALL: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,
+    zset::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

@@ -4,5 +4,6 @@
 mod support;
 
 mod basics;
+mod diff_zset;
 mod differential;
 mod protocol;

@@ -109,6 +109,7 @@ fn parse_range(
     by: Option<By>,
     rev: Option<bool>,
 ) -> Result<RangeRequest, CmdError> {
+    // Each option may be given once, and not at all where the command fixes it.
     let (mut by_opt, mut rev_opt) = (by, rev);
     let mut withscores = false;
     let (mut offset, mut limit) = (0i64, -1i64);
@@ -122,11 +123,11 @@ fn parse_range(
             offset = parse::int(args[j + 1])?;
             limit = parse::int(args[j + 2])?;
             j += 2;
-        } else if rev.is_none() && is(opt, "rev") {
+        } else if rev_opt.is_none() && is(opt, "rev") {
             rev_opt = Some(true);
-        } else if by.is_none() && is(opt, "bylex") {
+        } else if by_opt.is_none() && is(opt, "bylex") {
             by_opt = Some(By::Lex);
-        } else if by.is_none() && is(opt, "byscore") {
+        } else if by_opt.is_none() && is(opt, "byscore") {
             by_opt = Some(By::Score);
         } else {
             return Err(CmdError::Syntax);
@@ -371,8 +372,8 @@ pub(super) fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .map(|_| rng.random_range(0..len))
             .collect()
     } else if count as u64 >= len as u64 {
-        // The whole set, in order.
-        (0..len).collect()
+        // The whole set, highest first: Redis walks a sorted set from its tail here.
+        (0..len).rev().collect()
     } else {
         distinct_ranks(&mut rng, len, count as usize)
     };

@@ -350,13 +350,10 @@ fn zpop(ctx: &mut Ctx, args: &[&[u8]], max: bool) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let count = match args.get(2) {
-        Some(arg) => {
-            let n = parse::int(arg)?;
-            if n < 0 {
-                return Err(CmdError::NotPositive);
-            }
-            Some(n as usize)
-        }
+        Some(arg) => match parse::int(arg) {
+            Ok(n) if n >= 0 => Some(n as usize),
+            _ => return Err(CmdError::NotPositive),
+        },
         None => None,
     };
     // RESP3 nests the pairs when a count is given.

@@ -320,3 +320,30 @@ fn a_million_members_in_order_and_not() {
     assert_eq!(z.len(), 50_000);
     assert!(z.heap_size() > 50_000 * 32);
 }
+
+/// Bytes per member of a million-member set, in order and scattered (run with
+/// `--ignored --nocapture`; compare with Redis's `used_memory` for the same ZADDs).
+#[test]
+#[ignore]
+fn bytes_per_member_of_a_million() {
+    let lim = EncodingLimits::default();
+    let n = 1_000_000u64;
+    for scattered in [false, true] {
+        let start = std::time::Instant::now();
+        let mut z = ZSet::new_skiplist();
+        for i in 1..=n {
+            let s = if scattered { (i * 7919) % 1_000_003 } else { i };
+            z.add(
+                s as f64,
+                format!("member:{i}").as_bytes(),
+                AddFlags::default(),
+                &lim,
+            );
+        }
+        let per = (z.heap_size() + std::mem::size_of::<ZSet>()) as f64 / n as f64;
+        println!(
+            "scattered={scattered}: {per:.1} bytes per member, {:?} to add",
+            start.elapsed()
+        );
+    }
+}

@@ -364,21 +364,36 @@ pub(super) fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     let len = z.len();
     let mut rng = rand::rng();
+    if count < 0 || count == 1 {
+        // Repetitions allowed: each pick is independent. The reply is written as it
+        // is drawn, since the count is not bounded by the set's size.
+        let n = count.unsigned_abs();
+        let resp3 = ctx.out.is_resp3();
+        ctx.out
+            .array(if withscores && !resp3 { n * 2 } else { n } as usize);
+        for _ in 0..n {
+            let Some((m, s)) = z.get(rng.random_range(0..len.max(1))) else {
+                break;
+            };
+            if withscores && resp3 {
+                ctx.out.array(2);
+            }
+            ctx.out.bulk(m);
+            if withscores {
+                ctx.out.double(s);
+            }
+        }
+        return Ok(());
+    }
     let ranks: Vec<usize> = if count == 0 || len == 0 {
         Vec::new()
-    } else if count < 0 || count == 1 {
-        // Repetitions allowed: each pick is independent.
-        (0..count.unsigned_abs())
-            .map(|_| rng.random_range(0..len))
-            .collect()
     } else if count as u64 >= len as u64 {
         // The whole set, highest first: Redis walks a sorted set from its tail here.
         (0..len).rev().collect()
     } else {
         distinct_ranks(&mut rng, len, count as usize)
     };
-    let items = ranks.iter().filter_map(|&r| z.get(r));
-    let items: Vec<(&[u8], f64)> = items.collect();
+    let items: Vec<(&[u8], f64)> = ranks.iter().filter_map(|&r| z.get(r)).collect();
     reply_members(&mut ctx.out, items.into_iter(), withscores);
     Ok(())
 }

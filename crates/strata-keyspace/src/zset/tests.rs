@@ -118,7 +118,7 @@ fn lex_bound(k: u8, m: u8, min: bool) -> LexBound {
     }
 }
 
-fn check_model(z: &ZSet, m: &Model, equal_scores: bool) -> Result<(), TestCaseError> {
+fn check_model(z: &ZSet, m: &Model) -> Result<(), TestCaseError> {
     let want = m.sorted();
     let got = contents(z);
     prop_assert_eq!(got.len(), want.len());
@@ -126,7 +126,6 @@ fn check_model(z: &ZSet, m: &Model, equal_scores: bool) -> Result<(), TestCaseEr
         prop_assert_eq!(gm, wm);
         prop_assert_eq!(gs.to_bits(), ws.to_bits(), "score of {:?}", wm);
     }
-    let _ = equal_scores;
     for (r, (mem, s)) in want.iter().enumerate() {
         prop_assert_eq!(z.rank(mem), Some((r, *s)));
         prop_assert_eq!(z.score(mem).map(f64::to_bits), Some(s.to_bits()));
@@ -237,7 +236,7 @@ proptest! {
             }
             prop_assert_eq!(z.len(), m.scores.len());
         }
-        check_model(&z, &m, false)?;
+        check_model(&z, &m)?;
         if let Repr::Skiplist(b) = &z.repr {
             b.tree.check();
             prop_assert_eq!(b.dict.len(), b.tree.len());

@@ -358,7 +358,8 @@ pub(super) fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return Err(CmdError::err("value is out of range"));
     }
-    let Some(z) = read_zset(&mut ctx.keys, args[1])? else {
+    let z = read_zset(&mut ctx.keys, args[1])?.filter(|z| !z.is_empty());
+    let Some(z) = z else {
         ctx.out.array(0);
         return Ok(());
     };
@@ -372,7 +373,7 @@ pub(super) fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.out
             .array(if withscores && !resp3 { n * 2 } else { n } as usize);
         for _ in 0..n {
-            let Some((m, s)) = z.get(rng.random_range(0..len.max(1))) else {
+            let Some((m, s)) = z.get(rng.random_range(0..len)) else {
                 break;
             };
             if withscores && resp3 {
@@ -385,7 +386,7 @@ pub(super) fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         return Ok(());
     }
-    let ranks: Vec<usize> = if count == 0 || len == 0 {
+    let ranks: Vec<usize> = if count == 0 {
         Vec::new()
     } else if count as u64 >= len as u64 {
         // The whole set, highest first: Redis walks a sorted set from its tail here.

@@ -11,6 +11,7 @@
 //! - [`value`]: values and their Redis encodings.
 //! - [`list`]: lists, as quicklists of packs.
 //! - [`glob`]: Redis's pattern matching.
+//! - [`zset`]: sorted sets.
 
 pub mod compact;
 pub mod db;
@@ -20,12 +21,14 @@ pub mod keyspace;
 pub mod list;
 pub mod pack;
 pub mod value;
+pub mod zset;
 
 pub use compact::CompactBytes;
 pub use db::{Db, Detached, Entry, Ttl};
 pub use keyspace::{Keyspace, Shard, ShardStats};
 pub use list::List;
 pub use value::{Str, Value, ValueType};
+pub use zset::ZSet;
 
 /// The in-memory hasher: fast, seeded at random per process, never persisted.
 pub type KeyHasher = foldhash::fast::RandomState;

@@ -2,6 +2,7 @@
 
 use crate::compact::CompactBytes;
 use crate::list::List;
+use crate::zset::ZSet;
 
 /// Strings longer than this are "raw" even when created whole, as in Redis.
 pub const EMBSTR_LIMIT: usize = 44;
@@ -131,6 +132,7 @@ impl Str {
 pub enum Value {
     Str(Str),
     List(Box<List>),
+    ZSet(Box<ZSet>),
 }
 
 /// Redis's type names, as TYPE and SCAN TYPE use them.
@@ -179,6 +181,7 @@ impl Value {
         match self {
             Value::Str(_) => ValueType::String,
             Value::List(_) => ValueType::List,
+            Value::ZSet(_) => ValueType::ZSet,
         }
     }
 
@@ -187,6 +190,7 @@ impl Value {
             Value::Str(s) => s.encoding(),
             // Redis 7.0 keeps every list in a quicklist, however short.
             Value::List(_) => "quicklist",
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -233,6 +237,7 @@ impl Value {
         match self {
             Value::Str(s) => s.heap_size(),
             Value::List(l) => std::mem::size_of::<List>() + l.heap_size(),
+            Value::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_size(),
         }
     }
 }

@@ -321,7 +321,14 @@ fn keys_of<'a>(
     }
     let keys = key_positions(cmd, argv);
     if keys.is_empty() {
-        return Err(CmdError::err("Invalid arguments specified for command"));
+        // A command with key specs whose arguments yield no key (a bad numkeys) has
+        // invalid arguments; one without key specs has none to give.
+        let text = if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {
+            "The command has no key arguments"
+        } else {
+            "Invalid arguments specified for command"
+        };
+        return Err(CmdError::err(text));
     }
     Ok((cmd, keys))
 }

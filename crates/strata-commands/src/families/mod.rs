@@ -10,6 +10,7 @@ pub mod memory;
 pub mod server;
 pub mod string;
 pub mod transactions;
+pub mod zset;
 
 use crate::ctx::Ctx;
 use crate::table::Command;
@@ -24,6 +25,7 @@ pub const ALL: &[&[Command]] = &[
     transactions::COMMANDS,
     memory::COMMANDS,
     list::COMMANDS,
+    zset::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

@@ -185,3 +185,18 @@ fn a_killed_waiter_is_released() {
     assert!(w.read_to_close().is_empty());
     wait_blocked(&mut ctl, 0);
 }
+
+#[test]
+fn bzpopmin_wakes_on_zadd() {
+    let server = strata(&[]);
+    let mut ctl = server.client();
+    let mut w = server.client();
+    w.send(&[b"BZPOPMIN", b"z", b"0"]);
+    wait_blocked(&mut ctl, 1);
+    ctl.cmd(&["ZADD", "z", "2", "b", "1", "a"]);
+    assert_eq!(
+        w.read().0,
+        Value::Array(vec![bulk("z"), bulk("a"), bulk("1")])
+    );
+    assert_eq!(ctl.cmd(&["ZCARD", "z"]), Value::Integer(1));
+}

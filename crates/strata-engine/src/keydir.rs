@@ -1,0 +1,271 @@
+//! The keydir: Bitcask's in-memory index of every key.
+//!
+//! The keydir is a hash map from key to [`KeyEntry`], split into shards, each
+//! behind its own reader-writer lock, so readers of different keys never
+//! meet and a reader holds a lock only for the lookup itself (never during
+//! disk I/O). Each key costs its bytes plus a fixed-size entry.
+//!
+//! Invariant: an entry's locations are in log order and point at records
+//! that the log still holds (compaction swaps an entry before it deletes the
+//! records the entry used to name).
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+
+use parking_lot::RwLock;
+
+use crate::index::{Chain, Change, Index, KeyEntry, ScanChunk, Slot};
+use crate::segment::Location;
+
+const SHARDS: usize = 64;
+
+type Shard = HashMap<Box<[u8]>, KeyEntry, foldhash::fast::RandomState>;
+
+/// The in-memory index: a sharded hash map of every key.
+#[derive(Debug)]
+pub struct Keydir {
+    hasher: foldhash::fast::RandomState,
+    shards: Vec<RwLock<Shard>>,
+}
+
+impl Default for Keydir {
+    fn default() -> Self {
+        Keydir::new()
+    }
+}
+
+impl Keydir {
+    /// An empty keydir.
+    pub fn new() -> Keydir {
+        Keydir {
+            hasher: foldhash::fast::RandomState::default(),
+            shards: (0..SHARDS).map(|_| RwLock::new(Shard::default())).collect(),
+        }
+    }
+
+    fn shard(&self, key: &[u8]) -> &RwLock<Shard> {
+        let hash = self.hasher.hash_one(key);
+        let index = (hash >> 58) as usize % SHARDS;
+        // The index is reduced modulo the shard count, so it is in range.
+        #[allow(clippy::indexing_slicing)]
+        &self.shards[index]
+    }
+}
+
+fn starts_with(entry: &KeyEntry, prefix: &[Location]) -> bool {
+    let mut have = entry.locations();
+    prefix.iter().all(|p| have.next() == Some(*p))
+}
+
+impl Index for Keydir {
+    fn get(&self, key: &[u8]) -> Option<KeyEntry> {
+        self.shard(key).read().get(key).cloned()
+    }
+
+    fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
+        let mut shard = self.shard(key).write();
+        match change {
+            Change::Put {
+                location,
+                version,
+                expires_at,
+            } => {
+                let entry = KeyEntry {
+                    version,
+                    expires_at,
+                    slot: Slot::Value(location),
+                };
+                match shard.get_mut(key) {
+                    Some(old) => Some(std::mem::replace(old, entry).record_bytes()),
+                    None => {
+                        shard.insert(key.into(), entry);
+                        None
+                    }
+                }
+            }
+            Change::Delete => shard.remove(key).map(|old| old.record_bytes()),
+            Change::Merge {
+                location,
+                version,
+                expires_at,
+            } => match shard.get_mut(key) {
+                Some(old) => {
+                    old.version = version;
+                    old.expires_at = expires_at;
+                    match &mut old.slot {
+                        Slot::Merged(chain) => chain.operands.push(location),
+                        Slot::Value(base) => {
+                            old.slot = Slot::Merged(Box::new(Chain {
+                                base: Some(*base),
+                                operands: vec![location],
+                            }));
+                        }
+                    }
+                    Some(0)
+                }
+                None => {
+                    shard.insert(
+                        key.into(),
+                        KeyEntry {
+                            version,
+                            expires_at,
+                            slot: Slot::Merged(Box::new(Chain {
+                                base: None,
+                                operands: vec![location],
+                            })),
+                        },
+                    );
+                    None
+                }
+            },
+        }
+    }
+
+    fn replace_prefix(
+        &self,
+        key: &[u8],
+        prefix: &[Location],
+        replacement: Location,
+    ) -> Option<u64> {
+        let mut shard = self.shard(key).write();
+        let entry = shard.get_mut(key)?;
+        if prefix.is_empty() || !starts_with(entry, prefix) {
+            return None;
+        }
+        let freed = prefix.iter().map(|l| u64::from(l.len)).sum();
+        let rest: Vec<Location> = entry.locations().skip(prefix.len()).collect();
+        entry.slot = if rest.is_empty() {
+            Slot::Value(replacement)
+        } else {
+            Slot::Merged(Box::new(Chain {
+                base: Some(replacement),
+                operands: rest,
+            }))
+        };
+        Some(freed)
+    }
+
+    fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64> {
+        let mut shard = self.shard(key).write();
+        if shard.get(key) == Some(expected) {
+            shard.remove(key).map(|old| old.record_bytes())
+        } else {
+            None
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.shards.iter().map(|s| s.read().len() as u64).sum()
+    }
+
+    fn scan(&self, token: &[u8]) -> ScanChunk {
+        let start = token
+            .first_chunk::<8>()
+            .map_or(0, |t| u64::from_le_bytes(*t) as usize);
+        let Some(shard) = self.shards.get(start) else {
+            return ScanChunk::default();
+        };
+        let entries = shard
+            .read()
+            .iter()
+            .map(|(k, e)| (k.clone(), e.clone()))
+            .collect();
+        let next = start + 1;
+        ScanChunk {
+            entries,
+            next: (next < SHARDS).then(|| (next as u64).to_le_bytes().to_vec()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::SegmentId;
+
+    fn loc(offset: u32) -> Location {
+        Location {
+            segment: SegmentId(1),
+            offset,
+            len: 10,
+        }
+    }
+
+    fn put(offset: u32) -> Change {
+        Change::Put {
+            location: loc(offset),
+            version: 1,
+            expires_at: 0,
+        }
+    }
+
+    fn merge(offset: u32) -> Change {
+        Change::Merge {
+            location: loc(offset),
+            version: 2,
+            expires_at: 0,
+        }
+    }
+
+    #[test]
+    fn put_merge_delete() {
+        let kd = Keydir::new();
+        assert_eq!(kd.apply(b"k", put(0)), None);
+        assert_eq!(kd.apply(b"k", merge(10)), Some(0));
+        assert_eq!(kd.apply(b"k", merge(20)), Some(0));
+        let e = kd.get(b"k").unwrap();
+        assert_eq!(e.locations().count(), 3);
+        assert_eq!(e.version, 2);
+        assert_eq!(kd.apply(b"k", put(30)), Some(30));
+        assert_eq!(kd.apply(b"k", Change::Delete), Some(10));
+        assert!(kd.get(b"k").is_none());
+        assert_eq!(kd.len(), 0);
+    }
+
+    #[test]
+    fn replace_prefix_keeps_later_operands() {
+        let kd = Keydir::new();
+        kd.apply(b"k", put(0));
+        kd.apply(b"k", merge(10));
+        kd.apply(b"k", merge(20));
+        let new = Location {
+            segment: SegmentId(2),
+            offset: 16,
+            len: 12,
+        };
+        assert_eq!(kd.replace_prefix(b"k", &[loc(0), loc(10)], new), Some(20));
+        let e = kd.get(b"k").unwrap();
+        assert_eq!(e.locations().collect::<Vec<_>>(), vec![new, loc(20)]);
+        assert_eq!(kd.replace_prefix(b"k", &[loc(0)], new), None);
+    }
+
+    #[test]
+    fn remove_if_checks_the_entry() {
+        let kd = Keydir::new();
+        kd.apply(b"k", put(0));
+        let e = kd.get(b"k").unwrap();
+        kd.apply(b"k", put(10));
+        assert_eq!(kd.remove_if(b"k", &e), None);
+        let e = kd.get(b"k").unwrap();
+        assert_eq!(kd.remove_if(b"k", &e), Some(10));
+    }
+
+    #[test]
+    fn scan_visits_every_key() {
+        let kd = Keydir::new();
+        for i in 0..1000u32 {
+            kd.apply(&i.to_le_bytes(), put(i));
+        }
+        let mut token = Vec::new();
+        let mut seen = 0;
+        loop {
+            let chunk = kd.scan(&token);
+            seen += chunk.entries.len();
+            match chunk.next {
+                Some(next) => token = next,
+                None => break,
+            }
+        }
+        assert_eq!(seen, 1000);
+    }
+}

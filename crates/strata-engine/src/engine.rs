@@ -434,23 +434,24 @@ impl Inner {
             let version = self.version_for(op.meta.version);
             let expires_at = match op.kind {
                 Kind::Merge => {
+                    // The key's expiry as of this operation (`None`: no value).
                     let current = match touched.get(op.key) {
                         Some(state) => *state,
-                        None => match self.index.get(op.key) {
-                            Some(entry) if entry.is_expired(now) => {
-                                // The old value is gone; replay must not revive it.
-                                out.push(Entry {
-                                    kind: Kind::Delete,
-                                    key: op.key,
-                                    value: &[],
-                                    version,
-                                    expires_at: 0,
-                                });
-                                None
-                            }
-                            Some(entry) => Some(entry.expires_at),
-                            None => None,
-                        },
+                        None => self.index.get(op.key).map(|e| e.expires_at),
+                    };
+                    let current = match current {
+                        Some(at) if at != 0 && at <= now => {
+                            // The old value has expired; replay must not revive it.
+                            out.push(Entry {
+                                kind: Kind::Delete,
+                                key: op.key,
+                                value: &[],
+                                version,
+                                expires_at: 0,
+                            });
+                            None
+                        }
+                        other => other,
                     };
                     match op.meta.expires_at {
                         Some(_) => expiry(op.meta.expires_at),

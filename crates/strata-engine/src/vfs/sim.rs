@@ -63,6 +63,7 @@ struct State {
     fail_syncs_after: Option<u64>,
     space: Option<u64>,
     short_writes: bool,
+    sync_delay: Option<std::time::Duration>,
     crashed: bool,
 }
 
@@ -131,6 +132,16 @@ impl SimVfs {
     pub fn set_space(&self, bytes: Option<u64>) {
         let mut state = self.state.lock();
         state.space = bytes.map(|b| b + state.written_bytes);
+    }
+
+    /// Number of fsyncs (of files and directories) so far.
+    pub fn syncs(&self) -> u64 {
+        self.state.lock().syncs
+    }
+
+    /// Makes every file fsync take this long, like a slow disk.
+    pub fn set_sync_delay(&self, delay: Option<std::time::Duration>) {
+        self.state.lock().sync_delay = delay;
     }
 
     /// Makes every write accept at most half of its bytes (at least one).
@@ -419,6 +430,10 @@ impl VfsFile for SimFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        let delay = self.state.lock().sync_delay;
+        if let Some(delay) = delay {
+            std::thread::sleep(delay);
+        }
         self.state.lock().sync()?;
         let mut node = self.node.lock();
         node.durable = node.written.clone();

@@ -276,11 +276,10 @@ impl Engine {
 
     /// True if `key` has a live value. Reads only the index.
     pub fn contains(&self, key: &[u8]) -> bool {
-        let now = self.inner.clock.now_ms();
         self.inner
             .index
             .get(key)
-            .is_some_and(|e| !e.is_expired(now))
+            .is_some_and(|e| e.expires_at == 0 || !e.is_expired(self.inner.clock.now_ms()))
     }
 
     /// Iterates over the live keys, in no particular order.
@@ -511,7 +510,7 @@ impl Inner {
             let Some(entry) = self.index.get(key) else {
                 return Ok(None);
             };
-            if entry.is_expired(self.clock.now_ms()) {
+            if entry.expires_at != 0 && entry.is_expired(self.clock.now_ms()) {
                 return Ok(None);
             }
             match self.materialize(key, &entry) {

@@ -9,8 +9,9 @@
 //! that the log still holds (compaction swaps an entry before it deletes the
 //! records the entry used to name).
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use parking_lot::RwLock;
 
@@ -19,7 +20,69 @@ use crate::segment::Location;
 
 const SHARDS: usize = 64;
 
-type Shard = HashMap<Box<[u8]>, KeyEntry, foldhash::fast::RandomState>;
+/// Keys up to this length are stored inside the table, without an allocation.
+const INLINE: usize = 38;
+
+/// A key as the keydir stores it: short keys inline, long ones on the heap.
+///
+/// Inline keys save an allocation and, on lookup, a cache miss: the bytes to
+/// compare sit next to the hash table slot.
+#[derive(Clone)]
+enum KeyBuf {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl KeyBuf {
+    fn new(key: &[u8]) -> KeyBuf {
+        match u8::try_from(key.len()) {
+            Ok(len) if key.len() <= INLINE => {
+                let mut bytes = [0u8; INLINE];
+                if let Some(dst) = bytes.get_mut(..key.len()) {
+                    dst.copy_from_slice(key);
+                }
+                KeyBuf::Inline { len, bytes }
+            }
+            _ => KeyBuf::Heap(key.into()),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            KeyBuf::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            KeyBuf::Heap(bytes) => bytes,
+        }
+    }
+}
+
+impl Borrow<[u8]> for KeyBuf {
+    fn borrow(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for KeyBuf {
+    fn eq(&self, other: &KeyBuf) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for KeyBuf {}
+
+impl Hash for KeyBuf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Must hash exactly like `[u8]`, so lookups by `&[u8]` find the key.
+        self.as_slice().hash(state);
+    }
+}
+
+impl std::fmt::Debug for KeyBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_slice())
+    }
+}
+
+type Shard = HashMap<KeyBuf, KeyEntry, foldhash::fast::RandomState>;
 
 /// The in-memory index: a sharded hash map of every key.
 #[derive(Debug)]
@@ -78,7 +141,7 @@ impl Index for Keydir {
                 match shard.get_mut(key) {
                     Some(old) => Some(std::mem::replace(old, entry).record_bytes()),
                     None => {
-                        shard.insert(key.into(), entry);
+                        shard.insert(KeyBuf::new(key), entry);
                         None
                     }
                 }
@@ -105,7 +168,7 @@ impl Index for Keydir {
                 }
                 None => {
                     shard.insert(
-                        key.into(),
+                        KeyBuf::new(key),
                         KeyEntry {
                             version,
                             expires_at,
@@ -168,7 +231,7 @@ impl Index for Keydir {
         let entries = shard
             .read()
             .iter()
-            .map(|(k, e)| (k.clone(), e.clone()))
+            .map(|(k, e)| (Box::from(k.as_slice()), e.clone()))
             .collect();
         let next = start + 1;
         ScanChunk {
@@ -248,6 +311,19 @@ mod tests {
         assert_eq!(kd.remove_if(b"k", &e), None);
         let e = kd.get(b"k").unwrap();
         assert_eq!(kd.remove_if(b"k", &e), Some(10));
+    }
+
+    #[test]
+    fn short_and_long_keys_are_found() {
+        let kd = Keydir::new();
+        let long = vec![9u8; 100];
+        for key in [&b""[..], b"a", &[1u8; INLINE], &[2u8; INLINE + 1], &long] {
+            kd.apply(key, put(1));
+            assert!(kd.get(key).is_some(), "{} bytes", key.len());
+        }
+        assert_eq!(kd.len(), 5);
+        assert!(kd.get(&[1u8; INLINE - 1]).is_none());
+        assert_eq!(std::mem::size_of::<KeyBuf>(), 40);
     }
 
     #[test]

@@ -345,13 +345,16 @@ impl Log {
         }
     }
 
-    /// Seals the active segment and returns the ids of all sealed segments, oldest first.
+    /// Seals the active segment (if it holds records) and returns the ids of
+    /// all sealed segments, oldest first.
     ///
     /// A compaction takes these as its inputs: they will never change again.
     pub fn seal(&self) -> Result<Vec<SegmentId>> {
         let mut writer = self.shared.writer.lock();
         self.shared.check_writable()?;
-        self.shared.rotate(&mut writer)?;
+        if writer.records > 0 {
+            self.shared.rotate(&mut writer)?;
+        }
         let active = writer.active.id;
         drop(writer);
         Ok(self

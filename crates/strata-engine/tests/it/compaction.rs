@@ -10,11 +10,20 @@ use crate::common::{disk_options, key, value};
 
 #[test]
 fn reads_and_writes_continue_during_compaction() {
+    const KEYS: u64 = 3_000;
     let dir = tempfile::tempdir().unwrap();
     let engine = Arc::new(Engine::open(dir.path(), disk_options()).unwrap());
+    let mut expected: Vec<Vec<u8>> = Vec::new();
     for round in 0..3 {
-        for i in 0..3_000 {
+        for i in 0..KEYS {
             engine.put(&key(i), &value(i, round)).unwrap();
+        }
+    }
+    for i in 0..KEYS {
+        expected.push(value(i, 2));
+        if i % 5 == 0 {
+            engine.merge(&key(i), b"<").unwrap();
+            expected[i as usize].push(b'<');
         }
     }
     let done = Arc::new(AtomicBool::new(false));
@@ -28,39 +37,53 @@ fn reads_and_writes_continue_during_compaction() {
             done.store(true, Ordering::SeqCst);
         })
     };
-    // Writers overwrite keys while the compactions run; readers check them.
+    // While the compactions run, keys are overwritten, merged into and
+    // deleted, and every key is read back.
     let mut round = 3;
     let mut passes = 0;
     while !done.load(Ordering::SeqCst) || passes < 2 {
-        for i in (0..3_000).step_by(7) {
-            engine.put(&key(i), &value(i, round)).unwrap();
+        for i in 0..KEYS {
+            let slot = &mut expected[i as usize];
+            if i % 7 == 0 {
+                *slot = value(i, round);
+                engine.put(&key(i), slot).unwrap();
+            } else if i % 11 == 0 {
+                engine.merge(&key(i), b"+").unwrap();
+                slot.push(b'+');
+            } else if i % 13 == 0 && round % 2 == 0 {
+                engine.delete(&key(i)).unwrap();
+                slot.clear();
+            } else if i % 13 == 0 {
+                *slot = value(i, round);
+                engine.put(&key(i), slot).unwrap();
+            }
         }
-        for i in 0..3_000 {
-            let expected = if i % 7 == 0 {
-                value(i, round)
+        for i in 0..KEYS {
+            let want = &expected[i as usize];
+            let got = engine.get(&key(i)).unwrap();
+            if want.is_empty() {
+                assert_eq!(got, None, "key {i}");
             } else {
-                value(i, 2)
-            };
-            assert_eq!(engine.get(&key(i)).unwrap(), Some(expected), "key {i}");
+                assert_eq!(got.as_ref(), Some(want), "key {i}");
+            }
         }
         round += 1;
         passes += 1;
     }
     compactor.join().unwrap();
     let engine = Arc::into_inner(engine).unwrap();
-    let stats = engine.stats();
-    assert_eq!(stats.live_keys, 3_000);
-    assert_eq!(stats.compactions, 3);
+    assert_eq!(engine.stats().compactions, 3);
     engine.close().unwrap();
 
     let engine = Engine::open(dir.path(), disk_options()).unwrap();
-    for i in 0..3_000 {
-        let expected = if i % 7 == 0 {
-            value(i, round - 1)
+    for i in 0..KEYS {
+        let want = &expected[i as usize];
+        let got = engine.get(&key(i)).unwrap();
+        if want.is_empty() {
+            assert_eq!(got, None, "key {i} after reopen");
         } else {
-            value(i, 2)
-        };
-        assert_eq!(engine.get(&key(i)).unwrap(), Some(expected));
+            assert_eq!(got.as_ref(), Some(want), "key {i} after reopen");
+        }
     }
 }
 

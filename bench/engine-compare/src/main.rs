@@ -239,6 +239,9 @@ fn writes_and_reads(config: &Config, writes: bool, reads: bool) {
     let engine = Arc::new(Engine::open(&dir, strata_options(FsyncPolicy::Never)).expect("open"));
     let elapsed = strata_write(&engine, n, 1);
     row("strata", "write, fsync never", 1, n, elapsed);
+    if config.sections.iter().any(|s| s == "write-only") {
+        return;
+    }
     if reads {
         drop_caches_hint();
         let elapsed = strata_reads(&engine, n, n, 1);

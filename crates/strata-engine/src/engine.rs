@@ -425,7 +425,8 @@ impl Inner {
 
     /// Chooses the records for `ops`. Runs under the log's writer lock.
     fn plan<'a>(&self, ops: &[Op<'a>], out: &mut Vec<Entry<'a>>) {
-        let now = self.clock.now_ms();
+        // Only merges need the time; puts and deletes never read the clock.
+        let mut now = None;
         // The expiry of keys written earlier in this batch (`None`: deleted).
         let mut touched: HashMap<&[u8], Option<u64>> = HashMap::new();
         let batch = ops.len() > 1;
@@ -439,7 +440,9 @@ impl Inner {
                         None => self.index.get(op.key).map(|e| e.expires_at),
                     };
                     let current = match current {
-                        Some(at) if at != 0 && at <= now => {
+                        Some(at)
+                            if at != 0 && at <= *now.get_or_insert_with(|| self.clock.now_ms()) =>
+                        {
                             // The old value has expired; replay must not revive it.
                             out.push(Entry {
                                 kind: Kind::Delete,

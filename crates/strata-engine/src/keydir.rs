@@ -138,11 +138,18 @@ impl Index for Keydir {
                     expires_at,
                     slot: Slot::Value(location),
                 };
-                match shard.get_mut(key) {
-                    Some(old) => Some(std::mem::replace(old, entry).record_bytes()),
-                    None => {
-                        shard.insert(KeyBuf::new(key), entry);
-                        None
+                if key.len() <= INLINE {
+                    // An inline key costs no allocation: one lookup does it all.
+                    shard
+                        .insert(KeyBuf::new(key), entry)
+                        .map(|old| old.record_bytes())
+                } else {
+                    match shard.get_mut(key) {
+                        Some(old) => Some(std::mem::replace(old, entry).record_bytes()),
+                        None => {
+                            shard.insert(KeyBuf::new(key), entry);
+                            None
+                        }
                     }
                 }
             }

@@ -34,11 +34,13 @@ struct Config {
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut quick = false;
+    let mut keep = false;
     let mut dir = None;
     let mut sections = Vec::new();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => quick = true,
+            "--keep" => keep = true,
             "--dir" => dir = args.next().map(PathBuf::from),
             "--bench" => {}
             other => sections.push(other.to_owned()),
@@ -67,6 +69,16 @@ fn main() {
     }
     if want("latency") {
         latency(&config);
+    }
+    if want("reopen") {
+        // Opens the store a previous `open --keep` run left, for profiling.
+        let dir = PathBuf::from(std::env::var("STORE").expect("STORE names the store to reopen"));
+        let start = Instant::now();
+        let engine = Engine::open(&dir, strata_options(FsyncPolicy::Never)).expect("open");
+        println!("reopen: {} keys in {:.2} s", engine.stats().live_keys, start.elapsed().as_secs_f64());
+    }
+    if keep {
+        println!("kept {}", tmp.keep().display());
     }
 }
 

@@ -85,6 +85,11 @@ impl HintBuilder {
         self.count
     }
 
+    /// Bytes encoded so far.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// True when no entry was added.
     pub fn is_empty(&self) -> bool {
         self.count == 0
@@ -139,19 +144,11 @@ pub fn decode(bytes: &[u8]) -> Result<HintIter<'_>, DecodeError> {
 }
 
 fn array4(bytes: &[u8]) -> [u8; 4] {
-    let mut out = [0u8; 4];
-    for (o, b) in out.iter_mut().zip(bytes) {
-        *o = *b;
-    }
-    out
+    bytes.try_into().unwrap_or_default()
 }
 
 fn array8(bytes: &[u8]) -> [u8; 8] {
-    let mut out = [0u8; 8];
-    for (o, b) in out.iter_mut().zip(bytes) {
-        *o = *b;
-    }
-    out
+    bytes.try_into().unwrap_or_default()
 }
 
 /// The entries of a verified hint file.
@@ -195,22 +192,48 @@ impl<'a> Iterator for HintIter<'a> {
 
 impl<'a> HintIter<'a> {
     fn entry(&mut self) -> Result<HintEntry<'a>, DecodeError> {
-        let Some((fixed, rest)) = self.rest.split_at_checked(ENTRY_FIXED_LEN) else {
+        let Some((fixed, rest)) = self.rest.split_first_chunk::<ENTRY_FIXED_LEN>() else {
             return Err(DecodeError::Truncated {
                 needed: ENTRY_FIXED_LEN as u64,
                 available: self.rest.len() as u64,
             });
         };
-        let (kind, fixed) = fixed.split_at(1);
-        let kind = Kind::from_u8(kind.first().copied().unwrap_or(0))?;
+        let [
+            kind,
+            k0,
+            k1,
+            k2,
+            k3,
+            o0,
+            o1,
+            o2,
+            o3,
+            l0,
+            l1,
+            l2,
+            l3,
+            v0,
+            v1,
+            v2,
+            v3,
+            v4,
+            v5,
+            v6,
+            v7,
+            e0,
+            e1,
+            e2,
+            e3,
+            e4,
+            e5,
+            e6,
+            e7,
+        ] = *fixed;
+        let kind = Kind::from_u8(kind)?;
         if kind == Kind::Batch {
             return Err(DecodeError::NestedBatch);
         }
-        let (key_len, fixed) = fixed.split_at(4);
-        let (offset, fixed) = fixed.split_at(4);
-        let (len, fixed) = fixed.split_at(4);
-        let (version, expires) = fixed.split_at(8);
-        let key_len = u32::from_le_bytes(array4(key_len)) as usize;
+        let key_len = u32::from_le_bytes([k0, k1, k2, k3]) as usize;
         let Some((key, rest)) = rest.split_at_checked(key_len) else {
             return Err(DecodeError::Truncated {
                 needed: key_len as u64,
@@ -220,10 +243,10 @@ impl<'a> HintIter<'a> {
         let entry = HintEntry {
             kind,
             key,
-            offset: u32::from_le_bytes(array4(offset)),
-            len: u32::from_le_bytes(array4(len)),
-            version: u64::from_le_bytes(array8(version)),
-            expires_at: u64::from_le_bytes(array8(expires)),
+            offset: u32::from_le_bytes([o0, o1, o2, o3]),
+            len: u32::from_le_bytes([l0, l1, l2, l3]),
+            version: u64::from_le_bytes([v0, v1, v2, v3, v4, v5, v6, v7]),
+            expires_at: u64::from_le_bytes([e0, e1, e2, e3, e4, e5, e6, e7]),
         };
         if u64::from(entry.len) < crate::record::HEADER_LEN as u64 + key_len as u64 {
             return Err(DecodeError::Length("hint entry shorter than its key"));

@@ -27,7 +27,7 @@ use super::scan::{self, ScanEnd, Scanned};
 use super::writer::{self, Writer};
 use super::{SegmentFile, Shared, SyncState};
 use crate::error::{Error, Result};
-use crate::hint;
+use crate::hint::{self, HintBuilder, HintEntry};
 use crate::options::LogOptions;
 use crate::record::Kind;
 use crate::segment::{
@@ -49,6 +49,9 @@ pub struct Replayed<'a> {
     /// The record's expiry in Unix milliseconds, 0 for never.
     pub expires_at: u64,
 }
+
+/// Rebuilt hints held in memory at open, at most.
+const REBUILT_HINTS_MAX: usize = 256 << 20;
 
 pub(super) fn open(
     dir: &Path,
@@ -95,6 +98,8 @@ pub(super) fn open(
     }
 
     let last = segments.last().copied();
+    let mut missing_hints = Vec::new();
+    let mut rebuilt_bytes = 0usize;
     let mut map = BTreeMap::new();
     let mut total = 0u64;
     let mut dropping = false;
@@ -143,22 +148,41 @@ pub(super) fn open(
             continue;
         }
 
+        // The scan also rebuilds the segment's hint, written later in the
+        // background (up to a bound on the memory the rebuilt hints hold).
+        let mut rebuilt =
+            (options.write_hints && rebuilt_bytes < REBUILT_HINTS_MAX).then(HintBuilder::new);
         let end = scan::scan::<Infallible>(
             &*file,
             id,
             SEGMENT_HEADER_LEN as u64,
             len,
             &mut |s: Scanned<'_>| {
-                replay(&Replayed {
+                let replayed = Replayed {
                     kind: s.record.header.kind,
                     key: s.record.key,
                     location: s.location,
                     version: s.record.header.version,
                     expires_at: s.record.header.expires_at,
-                });
+                };
+                if let Some(hints) = &mut rebuilt {
+                    hints.push(&HintEntry {
+                        kind: replayed.kind,
+                        key: replayed.key,
+                        offset: replayed.location.offset,
+                        len: replayed.location.len,
+                        version: replayed.version,
+                        expires_at: replayed.expires_at,
+                    });
+                }
+                replay(&replayed);
                 Ok(())
             },
         )?;
+        if let (Some(hints), Ok(ScanEnd::Clean)) = (rebuilt, &end) {
+            rebuilt_bytes += hints.byte_len();
+            missing_hints.push((id, hints));
+        }
         if let Ok(ScanEnd::Damaged {
             offset,
             reason,
@@ -206,7 +230,7 @@ pub(super) fn open(
         poison_cause: Mutex::new(None),
         closed: AtomicBool::new(false),
         total_bytes: AtomicU64::new(total),
-        pending_hints: Mutex::new(Vec::new()),
+        pending_hints: Mutex::new(missing_hints),
         wake: Condvar::new(),
         wake_lock: Mutex::new(false),
         _lock: lock,

@@ -1,6 +1,7 @@
 //! kill -9: a child process writes with `FsyncPolicy::Always` from several
 //! threads and prints every acknowledged key; the parent kills it at a random
 //! moment, reopens the store and checks that every acknowledged key is there.
+//! While the child runs, the parent must be refused with `Error::Locked`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -133,6 +134,11 @@ fn acknowledged_writes_survive_kill_9() {
         while acks.lock().unwrap().is_empty() {
             assert!(Instant::now() < wait_deadline, "the child never wrote");
             std::thread::sleep(Duration::from_millis(5));
+        }
+        // While the child runs, this process is locked out of the directory.
+        match Engine::open(dir.path(), options()) {
+            Err(strata_engine::Error::Locked { .. }) => {}
+            other => panic!("expected Locked while another process has the store, got {other:?}"),
         }
         std::thread::sleep(Duration::from_millis(random_ms(50, 400)));
         guard.0.kill().unwrap();

@@ -24,6 +24,7 @@ use strata_engine::{Engine, FsyncPolicy, Options};
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("bench");
 const VALUE_LEN: usize = 1024;
+const SEGMENT: u64 = 64 << 20;
 
 struct Config {
     scale: u64,
@@ -323,11 +324,18 @@ fn writes_and_reads(config: &Config, writes: bool, reads: bool) {
 }
 
 fn open_time(config: &Config) {
+    println!("| open | keys | value bytes | data on disk | time |");
+    println!("|---|---|---|---|---|");
+    for value_len in [16usize, 256] {
+        open_store(config, value_len);
+    }
+}
+
+fn open_store(config: &Config, value_len: usize) {
     let n = 10_000_000 / config.scale;
     let dir = fresh(config, "strata-open");
-    let small = [7u8; 16];
+    let small = vec![7u8; value_len];
     let options = strata_options(FsyncPolicy::Never);
-    let start = Instant::now();
     {
         let engine = Engine::open(&dir, options.clone()).expect("open");
         for i in 0..n {
@@ -335,31 +343,31 @@ fn open_time(config: &Config) {
         }
         engine.close().expect("close");
     }
-    let written = start.elapsed();
-    let bytes: u64 = std::fs::read_dir(&dir)
-        .expect("dir")
-        .map(|e| e.expect("entry").metadata().expect("meta").len())
-        .sum();
-    println!(
-        "store of {n} keys (32-byte keys, 16-byte values): written and closed in {:.1} s, {} MiB on disk",
-        written.as_secs_f64(),
-        bytes >> 20
-    );
+    let size = |ext: &str| -> u64 {
+        std::fs::read_dir(&dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .map(|p| std::fs::metadata(p).expect("meta").len())
+            .sum()
+    };
+    let segments = size("seg") >> 20;
+    let hints = size("hint") >> 20;
     let timed_open = |label: &str| {
         let start = Instant::now();
         let engine = Engine::open(&dir, options.clone()).expect("open");
         let elapsed = start.elapsed();
-        let keys = engine.stats().live_keys;
-        assert_eq!(keys, n);
-        println!("| open {label} | {n} | {:.2} s |", elapsed.as_secs_f64());
-        // Close without new data, so the next open sees the same files.
+        assert_eq!(engine.stats().live_keys, n);
+        println!(
+            "| {label} | {n} | {value_len} | {segments} MiB segments, {hints} MiB hints | {:.2} s |",
+            elapsed.as_secs_f64()
+        );
         drop(engine);
     };
-    println!("| open | keys | time |");
-    println!("|---|---|---|");
     timed_open("with hint files");
     remove_hints(&dir);
-    timed_open("without hint files (scanning segments)");
+    timed_open("without hint files (scan)");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn remove_hints(dir: &Path) {
@@ -372,7 +380,7 @@ fn remove_hints(dir: &Path) {
 }
 
 fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram")
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("histogram")
 }
 
 fn latency(config: &Config) {
@@ -381,7 +389,7 @@ fn latency(config: &Config) {
     let engine = Arc::new(
         Engine::open(
             &dir,
-            strata_options(FsyncPolicy::EverySecond).with_segment_size(64 << 20),
+            strata_options(FsyncPolicy::EverySecond).with_segment_size(SEGMENT),
         )
         .expect("open"),
     );

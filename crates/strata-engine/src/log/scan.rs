@@ -114,9 +114,13 @@ pub(crate) fn scan<E>(
             for (at, record) in inner {
                 let len = record.header.total_len() as usize;
                 let raw = body.get(at..at + len).unwrap_or_default();
+                let inner_offset =
+                    u32::try_from(pos + HEADER_LEN as u64 + at as u64).map_err(|_| {
+                        io::Error::new(io::ErrorKind::InvalidData, "segment beyond 4 GiB")
+                    })?;
                 let location = Location {
                     segment,
-                    offset: offset + HEADER_LEN as u32 + at as u32,
+                    offset: inner_offset,
                     len: len as u32,
                 };
                 if let Err(e) = visit(Scanned {

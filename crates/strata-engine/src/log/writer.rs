@@ -60,7 +60,8 @@ impl Writer {
         } else {
             inner + HEADER_LEN as u64
         };
-        if total > MAX_RECORD_LEN {
+        // The frame must also fit after a segment header with 32-bit offsets.
+        if total > MAX_RECORD_LEN - SEGMENT_HEADER_LEN as u64 {
             return Err(Error::TooLarge {
                 what: if entries.len() == 1 {
                     "record"
@@ -68,7 +69,7 @@ impl Writer {
                     "batch"
                 },
                 len: total,
-                max: MAX_RECORD_LEN,
+                max: MAX_RECORD_LEN - SEGMENT_HEADER_LEN as u64,
             });
         }
         for entry in entries {

@@ -24,7 +24,7 @@ pub enum Error {
 
     /// Recovery found damaged bytes that are not a torn last record.
     ///
-    /// Opening with [`Options::repair`](crate::Options::repair) drops the log
+    /// Opening with [`Options::with_repair`](crate::Options::with_repair) drops the log
     /// from this point on instead of failing.
     #[error("corrupt segment {} at offset {offset}: {reason}", segment.display())]
     Corrupt {

@@ -44,8 +44,8 @@ fn run(shared: &Shared) {
                 }
             }
             FsyncPolicy::Never | FsyncPolicy::Always => {
-                let mut writer = shared.writer.lock();
-                if let Err(e) = writer.flush() {
+                let mut tail = shared.tail.lock();
+                if let Err(e) = tail.flush() {
                     shared.poison(e, "write");
                 }
             }

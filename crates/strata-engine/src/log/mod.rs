@@ -12,7 +12,7 @@
 //!
 //! Durability contract: a record is *appended* when `append` returns; it is
 //! *durable* once an fsync covering it has succeeded, which under
-//! [`FsyncPolicy::Always`](crate::FsyncPolicy::Always) happens before
+//! [`FsyncPolicy::Always`] happens before
 //! `append` returns, under `EverySecond` within about a second, and under
 //! `Never` whenever the operating system decides (or at [`Log::sync`]).
 //! Appended records are readable at once, durable or not.
@@ -20,9 +20,10 @@
 //! Group commit: under `Always` the first writer to need an fsync becomes the
 //! leader, flushes the buffer and fsyncs; writers that append meanwhile wait
 //! and are covered by the next fsync, so many writers share each one.
-//! Readers never take part: they only take the writer lock for records still
-//! in the write buffer, and the lock is never held during an fsync except
-//! when a segment is sealed.
+//! Readers never take part: a record already handed to the file is read
+//! with a positioned read and no log lock; one still in the write buffer is
+//! copied under the tail lock, which is never held during an fsync (see
+//! the `writer` module for the two locks of the append path).
 //!
 //! Poisoning: when a write or fsync fails the log can no longer tell what is
 //! on disk, so it refuses every later append with [`Error::Poisoned`] until it
@@ -53,7 +54,7 @@ use crate::vfs::{Vfs, VfsFile, VfsLock, read_exact_at, write_all_at};
 pub use output::{CompactionOutput, OutputSegments};
 pub use recovery::Replayed;
 pub(crate) use scan::Scanned;
-use writer::Writer;
+use writer::{Tail, Writer};
 
 /// The callback of [`Log::scan_segment`]: location, decoded record, encoded bytes.
 pub type ScanVisitor<'a> = dyn FnMut(Location, &record::RecordRef<'_>, &[u8]) -> Result<()> + 'a;
@@ -176,6 +177,9 @@ pub(crate) struct Shared {
     vfs: Arc<dyn Vfs>,
     segments: RwLock<BTreeMap<SegmentId, Arc<SegmentFile>>>,
     writer: Mutex<Writer>,
+    tail: Mutex<Tail>,
+    /// Id of the active segment, readable without the writer lock.
+    active_id: AtomicU64,
     sync: Mutex<SyncState>,
     synced: Condvar,
     poisoned: AtomicBool,
@@ -289,16 +293,20 @@ impl Log {
                 self.shared.rotate(&mut writer)?;
             }
             locations.reserve(entries.len());
-            writer.encode(&entries, frame_len, &mut locations);
+            let lsn = {
+                let mut tail = self.shared.tail.lock();
+                writer.encode(&mut tail, &entries, frame_len, &mut locations);
+                if tail.buf.len() >= self.shared.options.write_buffer_size
+                    && let Err(e) = tail.flush()
+                {
+                    return Err(self.shared.poison(e, "write"));
+                }
+                tail.lsn
+            };
             self.shared
                 .total_bytes
                 .fetch_add(frame_len, Ordering::Relaxed);
-            if writer.buf.len() >= self.shared.options.write_buffer_size
-                && let Err(e) = writer.flush()
-            {
-                return Err(self.shared.poison(e, "write"));
-            }
-            (apply(&entries, &locations), writer.lsn)
+            (apply(&entries, &locations), lsn)
         };
         if self.shared.options.fsync == FsyncPolicy::Always {
             self.shared.wait_durable(lsn)?;
@@ -318,7 +326,7 @@ impl Log {
 
     /// The segments, oldest first.
     pub fn segments(&self) -> Vec<SegmentInfo> {
-        let active = self.shared.writer.lock().active.id;
+        let active = SegmentId(self.shared.active_id.load(Ordering::Acquire));
         self.shared
             .segments
             .read()
@@ -400,7 +408,7 @@ impl Log {
     /// Starts writing compaction outputs that will replace sealed segments up to `last_input`.
     pub fn compaction_output(&self, last_input: SegmentId) -> Result<CompactionOutput> {
         self.shared.check_writable()?;
-        let active = self.shared.writer.lock().active.id;
+        let active = SegmentId(self.shared.active_id.load(Ordering::Acquire));
         CompactionOutput::new(self.shared.clone(), last_input, active)
     }
 
@@ -491,16 +499,23 @@ impl Shared {
     }
 
     /// Seals the active segment and starts the next one. Runs under the writer lock.
+    ///
+    /// The buffer is flushed under the tail lock; the fsync of the sealed
+    /// segment holds only the writer lock, so readers and fsync leaders go on.
     fn rotate(&self, writer: &mut Writer) -> Result<()> {
-        if let Err(e) = writer.flush() {
-            return Err(self.poison(e, "write"));
-        }
+        let lsn = {
+            let mut tail = self.tail.lock();
+            if let Err(e) = tail.flush() {
+                return Err(self.poison(e, "write"));
+            }
+            tail.lsn
+        };
         if let Err(e) = writer.active.file.sync_data() {
             return Err(self.poison(e, "fsync"));
         }
         {
             let mut sync = self.sync.lock();
-            sync.synced = sync.synced.max(writer.lsn);
+            sync.synced = sync.synced.max(lsn);
         }
         let id = SegmentId::next_active(Some(writer.active.id));
         let next = match writer::create_segment(&*self.vfs, &self.dir, id, &id.file_name()) {
@@ -511,6 +526,8 @@ impl Shared {
         self.total_bytes
             .fetch_add(SEGMENT_HEADER_LEN as u64, Ordering::Relaxed);
         self.segments.write().insert(id, next.clone());
+        self.tail.lock().segment = next.clone();
+        self.active_id.store(id.0, Ordering::Release);
         let sealed = std::mem::replace(&mut writer.active, next);
         writer.len = SEGMENT_HEADER_LEN as u64;
         writer.records = 0;
@@ -540,7 +557,7 @@ impl Shared {
             }
         };
         if buffered {
-            let copy = self.writer.lock().read_buffered(location);
+            let copy = self.tail.lock().read_buffered(location);
             match copy {
                 Some(copy) => bytes = copy,
                 None => {
@@ -579,14 +596,14 @@ impl Shared {
     /// Flushes and fsyncs the active segment; returns the lsn now durable.
     fn flush_and_sync(&self) -> Result<u64> {
         let (file, lsn) = {
-            let mut writer = self.writer.lock();
+            let mut tail = self.tail.lock();
             if self.poisoned.load(Ordering::Acquire) {
                 return Err(self.poisoned_error());
             }
-            if let Err(e) = writer.flush() {
+            if let Err(e) = tail.flush() {
                 return Err(self.poison(e, "write"));
             }
-            (writer.active.file.clone(), writer.lsn)
+            (tail.segment.file.clone(), tail.lsn)
         };
         if let Err(e) = file.sync_data() {
             return Err(self.poison(e, "fsync"));
@@ -629,7 +646,7 @@ impl Shared {
     }
 
     fn sync_now(&self) -> Result<()> {
-        let lsn = self.writer.lock().lsn;
+        let lsn = self.tail.lock().lsn;
         self.wait_durable(lsn)
     }
 

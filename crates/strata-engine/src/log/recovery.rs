@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::scan::{self, ScanEnd, Scanned};
-use super::writer::{self, Writer};
+use super::writer::{self, Tail, Writer};
 use super::{SegmentFile, Shared, SyncState};
 use crate::error::{Error, Result};
 use crate::hint::{self, HintBuilder, HintEntry};
@@ -220,7 +220,9 @@ pub(super) fn open(
 
     Ok(Shared {
         dir: dir.to_path_buf(),
-        writer: Mutex::new(Writer::new(active, options.write_hints)),
+        writer: Mutex::new(Writer::new(active.clone(), options.write_hints)),
+        tail: Mutex::new(Tail::new(active)),
+        active_id: AtomicU64::new(active_id.0),
         options,
         vfs,
         segments: RwLock::new(map),

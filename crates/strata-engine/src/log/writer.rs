@@ -1,14 +1,20 @@
 //! The active segment: where appends go.
 //!
-//! The writer owns the active segment's file, a write buffer of records not
-//! yet handed to the operating system, and the hint entries of the records in
-//! the segment. It is only ever used under the log's writer lock, so records
-//! get their locations, and callers' index updates run, in log order.
+//! Two pieces of state, behind two locks. The [`Writer`] (the writer lock)
+//! decides where records go: the active segment, its length, its hint entries;
+//! appends, rotation and sealing hold it, so records get their locations, and
+//! callers' index updates run, in log order. The [`Tail`] (the tail lock)
+//! holds the write buffer of records not yet handed to the operating system
+//! and the log sequence number; appends take it briefly to encode, readers of
+//! buffered records and fsync leaders take only it. Rotation fsyncs the sealed
+//! segment holding the writer lock but not the tail lock, so neither readers
+//! nor group-commit leaders wait for that fsync.
 //!
-//! Invariants: `flushed` of the active segment counts the bytes handed to the
-//! file; the buffer holds exactly the bytes after them; the buffer always ends
-//! on a record boundary; `lsn` counts every byte ever appended to the log and
-//! only grows.
+//! Invariants: lock order is writer, then tail; `flushed` of the tail's
+//! segment counts the bytes handed to the file and the buffer holds exactly
+//! the bytes after them, ending on a record boundary; `lsn` counts every byte
+//! ever appended to the log and only grows; every byte below an lsn read
+//! under the tail lock is in the tail's segment or in a sealed, fsynced one.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -24,16 +30,58 @@ use crate::vfs::{OpenMode, Vfs, write_all_at};
 /// The state behind the writer lock.
 pub(crate) struct Writer {
     pub active: Arc<SegmentFile>,
-    /// Encoded records not yet written to the file.
-    pub buf: Vec<u8>,
     /// Logical length of the active segment: flushed bytes plus the buffer.
     pub len: u64,
-    /// Bytes appended to the log since it was opened (the log sequence number).
-    pub lsn: u64,
     /// Hint entries of the active segment's records, when hints are on.
     pub hints: Option<HintBuilder>,
     /// Number of records in the active segment.
     pub records: u64,
+}
+
+/// The state behind the tail lock: the write buffer.
+pub(crate) struct Tail {
+    /// The segment the buffer belongs to (the active one, or the one being sealed).
+    pub segment: Arc<SegmentFile>,
+    /// Encoded records not yet written to the file.
+    pub buf: Vec<u8>,
+    /// Bytes appended to the log since it was opened (the log sequence number).
+    pub lsn: u64,
+}
+
+impl Tail {
+    pub fn new(segment: Arc<SegmentFile>) -> Tail {
+        Tail {
+            segment,
+            buf: Vec::new(),
+            lsn: 0,
+        }
+    }
+
+    /// Hands the buffer to the file.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let at = self.segment.flushed.load(Ordering::Acquire);
+        write_all_at(&*self.segment.file, &self.buf, at)?;
+        self.segment
+            .flushed
+            .store(at + self.buf.len() as u64, Ordering::Release);
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Copies a record that is still in the buffer.
+    pub fn read_buffered(&self, location: Location) -> Option<Vec<u8>> {
+        if location.segment != self.segment.id {
+            return None;
+        }
+        let flushed = self.segment.flushed.load(Ordering::Acquire);
+        let from = u64::from(location.offset).checked_sub(flushed)? as usize;
+        self.buf
+            .get(from..from + location.len as usize)
+            .map(<[u8]>::to_vec)
+    }
 }
 
 impl Writer {
@@ -41,9 +89,7 @@ impl Writer {
         let len = active.flushed.load(Ordering::Acquire);
         Writer {
             active,
-            buf: Vec::new(),
             len,
-            lsn: 0,
             hints: write_hints.then(HintBuilder::new),
             records: 0,
         }
@@ -82,23 +128,30 @@ impl Writer {
         Ok(total)
     }
 
-    /// Encodes `entries` into the buffer and returns their locations.
+    /// Encodes `entries` into the tail's buffer and returns their locations.
     ///
     /// The caller has checked the frame length and rotated if needed.
-    pub fn encode(&mut self, entries: &[Entry<'_>], frame_len: u64, locations: &mut Vec<Location>) {
+    pub fn encode(
+        &mut self,
+        tail: &mut Tail,
+        entries: &[Entry<'_>],
+        frame_len: u64,
+        locations: &mut Vec<Location>,
+    ) {
         let segment = self.active.id;
         let base = self.len;
-        let start = self.buf.len();
+        let buf = &mut tail.buf;
+        let start = buf.len();
         let batch = entries.len() > 1;
         let frame_start = if batch {
-            Some(record::begin_batch(&mut self.buf))
+            Some(record::begin_batch(buf))
         } else {
             None
         };
         for entry in entries {
-            let offset = base + (self.buf.len() - start) as u64;
+            let offset = base + (buf.len() - start) as u64;
             let len = record::encode_into(
-                &mut self.buf,
+                buf,
                 entry.kind,
                 entry.key,
                 entry.value,
@@ -123,37 +176,11 @@ impl Writer {
             locations.push(location);
         }
         if let Some(frame_start) = frame_start {
-            record::finish_batch(&mut self.buf, frame_start, entries.len() as u64);
+            record::finish_batch(buf, frame_start, entries.len() as u64);
         }
         self.len += frame_len;
-        self.lsn += frame_len;
+        tail.lsn += frame_len;
         self.records += entries.len() as u64;
-    }
-
-    /// Hands the buffer to the file.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let at = self.active.flushed.load(Ordering::Acquire);
-        write_all_at(&*self.active.file, &self.buf, at)?;
-        self.active
-            .flushed
-            .store(at + self.buf.len() as u64, Ordering::Release);
-        self.buf.clear();
-        Ok(())
-    }
-
-    /// Copies a record that is still in the buffer.
-    pub fn read_buffered(&self, location: Location) -> Option<Vec<u8>> {
-        if location.segment != self.active.id {
-            return None;
-        }
-        let flushed = self.active.flushed.load(Ordering::Acquire);
-        let from = u64::from(location.offset).checked_sub(flushed)? as usize;
-        self.buf
-            .get(from..from + location.len as usize)
-            .map(<[u8]>::to_vec)
     }
 }
 

@@ -27,9 +27,10 @@ use crate::compaction::{self, CompactionReport};
 use crate::error::{Error, Result};
 use crate::index::{Change, Index, KeyEntry, Slot};
 use crate::keydir::Keydir;
-use crate::log::{Entry, Log, Record, Replayed};
+use crate::log::{Entry, Log, Record};
 use crate::merge::MergeOperator;
 use crate::options::{CompactionTrigger, Options};
+use crate::rebuild;
 use crate::record::{DecodeError, Kind};
 use crate::segment::Location;
 
@@ -127,30 +128,8 @@ impl Engine {
         index: Box<dyn Index>,
     ) -> Result<Engine> {
         options.validate()?;
-        let mut live = 0i64;
-        let mut max_version = 0u64;
-        let log = Log::open(dir, options.log.clone(), &mut |r: &Replayed<'_>| {
-            max_version = max_version.max(r.version);
-            let change = match r.kind {
-                Kind::Put => Change::Put {
-                    location: r.location,
-                    version: r.version,
-                    expires_at: r.expires_at,
-                },
-                Kind::Merge => Change::Merge {
-                    location: r.location,
-                    version: r.version,
-                    expires_at: r.expires_at,
-                },
-                Kind::Delete => Change::Delete,
-                Kind::Batch => return,
-            };
-            let freed = index.apply(r.key, change).unwrap_or(0);
-            if r.kind != Kind::Delete {
-                live += i64::from(r.location.len);
-            }
-            live -= i64::try_from(freed).unwrap_or(i64::MAX);
-        })?;
+        let (log, totals) = rebuild::open(dir.as_ref(), &options.log, &*index)?;
+        let (live, max_version) = (totals.live, totals.max_version);
         let inner = Arc::new(Inner {
             log,
             index,

@@ -136,6 +136,21 @@ pub trait Index: Send + Sync + fmt::Debug {
         self.len() == 0
     }
 
+    /// How many independent parts the index has (1 unless overridden).
+    ///
+    /// Changes to keys of different parts may be applied from different
+    /// threads at the same time; opening a store uses this to rebuild the
+    /// index on several cores. Changes to one part still arrive in log order.
+    fn partitions(&self) -> usize {
+        1
+    }
+
+    /// The part (below [`partitions`](Index::partitions)) that `key` belongs to.
+    fn partition(&self, key: &[u8]) -> usize {
+        let _ = key;
+        0
+    }
+
     /// Returns a chunk of entries starting at `token` (empty for the start).
     ///
     /// No lock is held between calls; a key changed during a scan may be

@@ -106,12 +106,14 @@ impl Keydir {
         }
     }
 
+    fn shard_index(&self, key: &[u8]) -> usize {
+        (self.hasher.hash_one(key) >> 58) as usize % SHARDS
+    }
+
     fn shard(&self, key: &[u8]) -> &RwLock<Shard> {
-        let hash = self.hasher.hash_one(key);
-        let index = (hash >> 58) as usize % SHARDS;
         // The index is reduced modulo the shard count, so it is in range.
         #[allow(clippy::indexing_slicing)]
-        &self.shards[index]
+        &self.shards[self.shard_index(key)]
     }
 }
 
@@ -226,6 +228,14 @@ impl Index for Keydir {
 
     fn len(&self) -> u64 {
         self.shards.iter().map(|s| s.read().len() as u64).sum()
+    }
+
+    fn partitions(&self) -> usize {
+        SHARDS
+    }
+
+    fn partition(&self, key: &[u8]) -> usize {
+        self.shard_index(key)
     }
 
     fn scan(&self, token: &[u8]) -> ScanChunk {

@@ -103,6 +103,7 @@ pub mod keydir;
 pub mod log;
 pub mod merge;
 pub mod options;
+mod rebuild;
 pub mod record;
 pub mod segment;
 pub mod vfs;

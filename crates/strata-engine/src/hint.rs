@@ -306,6 +306,19 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn decoding_any_bytes_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            if let Ok(entries) = decode(&bytes) {
+                for entry in entries {
+                    let _ = entry;
+                }
+            }
+        }
+    }
+
     #[test]
     fn empty_hint_is_valid() {
         let bytes = HintBuilder::new().finish();

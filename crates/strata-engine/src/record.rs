@@ -402,6 +402,35 @@ mod tests {
         ));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn decoding_any_bytes_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            let _ = Header::decode(&bytes);
+            if let Ok(rec) = decode(&bytes) {
+                let _ = batch_records(rec.value, rec.header.version);
+            }
+        }
+
+        #[test]
+        fn damaged_records_never_decode_to_something_else(
+            key in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..20),
+            value in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..50),
+            at in proptest::prelude::any::<usize>(),
+            bit in 0u8..8,
+        ) {
+            let bytes = encode(Kind::Put, &key, &value, 3, 4);
+            let mut damaged = bytes.clone();
+            let i = at % damaged.len();
+            damaged[i] ^= 1 << bit;
+            proptest::prop_assert!(decode(&damaged).is_err());
+            let rec = decode(&bytes).unwrap();
+            proptest::prop_assert_eq!(rec.key, &key[..]);
+            proptest::prop_assert_eq!(rec.value, &value[..]);
+        }
+    }
+
     #[test]
     fn unknown_kind_and_reserved_bits_are_rejected() {
         let mut bytes = encode(Kind::Put, b"k", b"v", 1, 0);

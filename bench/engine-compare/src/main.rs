@@ -234,10 +234,6 @@ fn row(store: &str, what: &str, threads: u64, ops: u64, elapsed: Duration) {
     );
 }
 
-fn drop_caches_hint() {
-    // Reads are measured from the page cache: the store was just written.
-}
-
 fn writes_and_reads(config: &Config, writes: bool, reads: bool) {
     let n = 1_000_000 / config.scale;
     let always_one = 2_000 / config.scale.min(4);
@@ -256,7 +252,9 @@ fn writes_and_reads(config: &Config, writes: bool, reads: bool) {
         return;
     }
     if reads {
-        drop_caches_hint();
+        // Let the kernel write the dirty pages back first, so that the reads
+        // are measured from the page cache without writeback competing.
+        engine.sync().expect("sync");
         let elapsed = strata_reads(&engine, n, n, 1);
         row("strata", "random read", 1, n, elapsed);
         let elapsed = strata_reads(&engine, n, n, 2);
@@ -301,6 +299,9 @@ fn writes_and_reads(config: &Config, writes: bool, reads: bool) {
     let elapsed = redb_write(&db, n, 1, Durability::None);
     row("redb", "write, durability none", 1, n, elapsed);
     if reads {
+        let mut txn = db.begin_write().expect("begin");
+        txn.set_durability(Durability::Immediate).expect("durability");
+        txn.commit().expect("commit");
         let elapsed = redb_reads(&db, n, n, 1);
         row("redb", "random read", 1, n, elapsed);
         let elapsed = redb_reads(&db, n, n, 2);

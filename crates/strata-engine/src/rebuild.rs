@@ -120,13 +120,10 @@ impl Batch {
 /// Opens the log in `dir`, replaying it into `index`.
 pub(crate) fn open(dir: &Path, options: &LogOptions, index: &dyn Index) -> Result<(Log, Totals)> {
     let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
-    let workers = if cores > 1 {
-        (cores * 2 - 1)
-            .min(MAX_WORKERS)
-            .min(index.partitions().saturating_sub(1))
-    } else {
-        0
-    };
+    // One thread per core: the replaying thread and `cores - 1` workers.
+    let workers = (cores - 1)
+        .min(MAX_WORKERS)
+        .min(index.partitions().saturating_sub(1));
     if workers == 0 {
         let mut totals = Totals::default();
         let log = Log::open(dir, options.clone(), &mut |r: &Replayed<'_>| {

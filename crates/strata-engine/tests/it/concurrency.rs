@@ -12,7 +12,7 @@ fn concurrent_writers_share_fsyncs() {
     let clock = ManualClock::new(1_000);
     let vfs = SimVfs::new();
     let engine = Arc::new(Engine::open(sim_dir(), sim_options(&vfs, &clock)).unwrap());
-    vfs.set_sync_delay(Some(Duration::from_millis(2)));
+    vfs.set_sync_delay(Some(Duration::from_millis(5)));
     let syncs_before = vfs.syncs();
     let (threads, per_thread) = (8u64, 25u64);
     let handles: Vec<_> = (0..threads)
@@ -49,7 +49,7 @@ fn readers_never_wait_for_an_fsync() {
     let options = sim_options(&vfs, &clock).with_write_buffer_size(64 << 10);
     let engine = Arc::new(Engine::open(sim_dir(), options).unwrap());
     engine.put(b"stable", b"value").unwrap();
-    let fsync = Duration::from_millis(300);
+    let fsync = Duration::from_millis(400);
     vfs.set_sync_delay(Some(fsync));
     let writer = {
         let engine = engine.clone();

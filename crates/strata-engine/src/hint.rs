@@ -3,8 +3,9 @@
 //! A hint file lists, in log order, every put, delete and merge record of one
 //! sealed segment with its key, location, version and expiry, so opening a
 //! store rebuilds the keydir by reading hints instead of every value. Hints
-//! are written for compaction outputs, for segments sealed by rotation, and
-//! for the active segment at a clean close.
+//! are written for compaction outputs, for segments sealed by rotation, for
+//! the active segment at a clean close, and for segments that an open had to
+//! scan because their hint was missing.
 //!
 //! A hint is a pure accelerator: it is written to a temporary name, fsynced
 //! and renamed, and carries a CRC32C over the whole file. A hint that is

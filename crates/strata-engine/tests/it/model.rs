@@ -206,7 +206,7 @@ impl NowForTest for ManualClock {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, max_shrink_iters: 2_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, max_shrink_iters: 2_000, ..ProptestConfig::default() })]
 
     #[test]
     fn engine_matches_a_btreemap(steps in proptest::collection::vec(step(), 1..80)) {

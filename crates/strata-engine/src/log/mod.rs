@@ -12,8 +12,8 @@
 //!
 //! Durability contract: a record is *appended* when `append` returns; it is
 //! *durable* once an fsync covering it has succeeded, which under
-//! [`FsyncPolicy::Always`] happens before
-//! `append` returns, under `EverySecond` within about a second, and under
+//! [`FsyncPolicy::Always`] happens before `append` returns, under
+//! `EverySecond` within about a second, and under
 //! `Never` whenever the operating system decides (or at [`Log::sync`]).
 //! Appended records are readable at once, durable or not.
 //!
@@ -21,9 +21,16 @@
 //! leader, flushes the buffer and fsyncs; writers that append meanwhile wait
 //! and are covered by the next fsync, so many writers share each one.
 //! Readers never take part: a record already handed to the file is read
-//! with a positioned read and no log lock; one still in the write buffer is
-//! copied under the tail lock, which is never held during an fsync (see
-//! the `writer` module for the two locks of the append path).
+//! with a positioned read under a shared lock of the segment map; one still
+//! in the write buffer is copied under the tail lock, which is never held
+//! during an fsync (see the `writer` module for the two locks of the append
+//! path).
+//!
+//! Compaction with the log alone: [`Log::seal`] returns the sealed segments,
+//! [`Log::scan_segment`] reads one record by record, a [`CompactionOutput`]
+//! from [`Log::compaction_output`] writes the records to keep, and
+//! [`Log::install`] swaps the outputs in, calling back while the caller moves
+//! its index to the new locations.
 //!
 //! Poisoning: when a write or fsync fails the log can no longer tell what is
 //! on disk, so it refuses every later append with [`Error::Poisoned`] until it

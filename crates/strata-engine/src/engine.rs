@@ -317,7 +317,10 @@ impl Engine {
         }
     }
 
-    /// The log beneath the engine.
+    /// The log beneath the engine, to inspect its segments.
+    ///
+    /// Records appended through it directly bypass the engine's index: they
+    /// become visible only after a reopen.
     pub fn log(&self) -> &Log {
         &self.inner.log
     }

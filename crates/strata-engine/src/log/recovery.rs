@@ -235,6 +235,7 @@ pub(super) fn open(
         pending_hints: Mutex::new(missing_hints),
         wake: Condvar::new(),
         wake_lock: Mutex::new(false),
+        presync: AtomicBool::new(false),
         _lock: lock,
     })
 }

@@ -16,11 +16,9 @@ use crate::vfs::{OsVfs, Vfs};
 /// When appended records are made durable with fsync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FsyncPolicy {
-    /// No fsync for durability; the operating system writes back when it likes.
+    /// Never fsync explicitly; the operating system writes back when it likes.
     /// Records reach the OS when the write buffer fills and at least every
-    /// second. A crash of the machine may lose recent writes. (Sealed segments
-    /// are still fsynced, in the background as the active segment fills and
-    /// once more when it is sealed, so that only the last segment can be torn.)
+    /// second. A crash of the machine may lose recent writes.
     Never,
     /// A background thread fsyncs once a second: a crash loses at most about
     /// a second of writes.

@@ -2,10 +2,8 @@
 //!
 //! Once a second the thread hands buffered records to the operating system
 //! (all policies), fsyncs them (`EverySecond`), and writes the hint files of
-//! segments sealed since its last round. Appends also wake it each time the
-//! active segment grows by a quarter of the segment size, to fsync it ahead
-//! of its sealing. It never holds the writer lock during an fsync, so appends
-//! and reads go on meanwhile.
+//! segments sealed since its last round. It never holds the writer lock
+//! during an fsync, so appends and reads go on meanwhile.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -38,11 +36,6 @@ fn run(shared: &Shared) {
         }
         if shared.poisoned.load(Ordering::Acquire) {
             continue;
-        }
-        if shared.presync.swap(false, Ordering::AcqRel)
-            && let Err(e) = shared.sync_now()
-        {
-            tracing::warn!(error = %e, "fsync ahead of sealing failed");
         }
         match shared.options.fsync {
             FsyncPolicy::EverySecond => {

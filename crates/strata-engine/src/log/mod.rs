@@ -199,8 +199,6 @@ pub(crate) struct Shared {
     /// Wakes the background thread early (shutdown).
     wake: Condvar,
     wake_lock: Mutex<bool>,
-    /// Asks the background thread to fsync the active segment now.
-    presync: AtomicBool,
     _lock: Box<dyn VfsLock>,
 }
 
@@ -315,16 +313,6 @@ impl Log {
             self.shared
                 .total_bytes
                 .fetch_add(frame_len, Ordering::Relaxed);
-            // Each quarter of a segment, the background thread fsyncs it, so
-            // that sealing it (which fsyncs under the writer lock) finds
-            // little left to write.
-            if writer.len >= writer.next_presync {
-                writer.next_presync = writer.len + size / 4;
-                if writer.len > SEGMENT_HEADER_LEN as u64 {
-                    self.shared.presync.store(true, Ordering::Release);
-                    self.shared.wake.notify_all();
-                }
-            }
             (apply(&entries, &locations), lsn)
         };
         if self.shared.options.fsync == FsyncPolicy::Always {
@@ -550,7 +538,6 @@ impl Shared {
         let sealed = std::mem::replace(&mut writer.active, next);
         writer.len = SEGMENT_HEADER_LEN as u64;
         writer.records = 0;
-        writer.next_presync = 0;
         if let Some(hints) = &mut writer.hints {
             let done = std::mem::take(hints);
             self.pending_hints.lock().push((sealed.id, done));

@@ -235,7 +235,6 @@ pub(super) fn open(
         pending_hints: Mutex::new(missing_hints),
         wake: Condvar::new(),
         wake_lock: Mutex::new(false),
-        presync: AtomicBool::new(false),
         _lock: lock,
     })
 }

@@ -36,9 +36,6 @@ pub(crate) struct Writer {
     pub hints: Option<HintBuilder>,
     /// Number of records in the active segment.
     pub records: u64,
-    /// Length at which the background thread is next asked to fsync the
-    /// active segment ahead of its sealing.
-    pub next_presync: u64,
 }
 
 /// The state behind the tail lock: the write buffer.
@@ -95,7 +92,6 @@ impl Writer {
             len,
             hints: write_hints.then(HintBuilder::new),
             records: 0,
-            next_presync: 0,
         }
     }
 

@@ -1,0 +1,117 @@
+//! Write batches: several puts, deletes and merges applied all or nothing.
+//!
+//! A batch is written to the log as one frame (see [`record`](crate::record)),
+//! so after a crash either every operation of the batch is there or none is.
+//! Readers may observe the operations of a batch one after another while it
+//! is applied to the index.
+
+use crate::record::Kind;
+
+/// Version and expiry of a write.
+///
+/// Without a version the engine assigns the next number of its own sequence
+/// (one more than the highest version it has seen). A put without an expiry
+/// never expires; a merge without one keeps the key's current expiry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteMeta {
+    /// The version stored with the record.
+    pub version: Option<u64>,
+    /// Absolute expiry in Unix milliseconds.
+    pub expires_at: Option<u64>,
+}
+
+impl WriteMeta {
+    /// No explicit version or expiry.
+    pub fn new() -> WriteMeta {
+        WriteMeta::default()
+    }
+
+    /// Sets the version.
+    pub fn with_version(mut self, version: u64) -> WriteMeta {
+        self.version = Some(version);
+        self
+    }
+
+    /// Sets the absolute expiry in Unix milliseconds.
+    pub fn with_expiry(mut self, expires_at_ms: u64) -> WriteMeta {
+        self.expires_at = Some(expires_at_ms);
+        self
+    }
+}
+
+/// One operation of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BatchOp {
+    pub kind: Kind,
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub meta: WriteMeta,
+}
+
+/// Operations to apply atomically with [`Engine::write`](crate::Engine::write).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteBatch {
+    pub(crate) ops: Vec<BatchOp>,
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> WriteBatch {
+        WriteBatch::default()
+    }
+
+    /// Adds a put.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut WriteBatch {
+        self.put_with(key, value, WriteMeta::default())
+    }
+
+    /// Adds a put with a version and/or expiry.
+    pub fn put_with(&mut self, key: &[u8], value: &[u8], meta: WriteMeta) -> &mut WriteBatch {
+        self.push(Kind::Put, key, value, meta)
+    }
+
+    /// Adds a delete.
+    pub fn delete(&mut self, key: &[u8]) -> &mut WriteBatch {
+        self.delete_with(key, WriteMeta::default())
+    }
+
+    /// Adds a delete with a version.
+    pub fn delete_with(&mut self, key: &[u8], meta: WriteMeta) -> &mut WriteBatch {
+        self.push(Kind::Delete, key, &[], meta)
+    }
+
+    /// Adds a merge operand.
+    pub fn merge(&mut self, key: &[u8], operand: &[u8]) -> &mut WriteBatch {
+        self.merge_with(key, operand, WriteMeta::default())
+    }
+
+    /// Adds a merge operand with a version and/or expiry.
+    pub fn merge_with(&mut self, key: &[u8], operand: &[u8], meta: WriteMeta) -> &mut WriteBatch {
+        self.push(Kind::Merge, key, operand, meta)
+    }
+
+    fn push(&mut self, kind: Kind, key: &[u8], value: &[u8], meta: WriteMeta) -> &mut WriteBatch {
+        self.ops.push(BatchOp {
+            kind,
+            key: key.to_vec(),
+            value: value.to_vec(),
+            meta,
+        });
+        self
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True when the batch has no operation.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Removes every operation.
+    pub fn clear(&mut self) {
+        self.ops.clear();
+    }
+}

@@ -1,0 +1,150 @@
+//! Compaction (Bitcask's merge): rewriting the live records of sealed segments.
+//!
+//! A compaction seals the active segment, then reads every sealed segment in
+//! order. A record is live when the key's index entry still starts at that
+//! record; the live records of a key (its full value and the merge operands
+//! after it that are also in the inputs) are copied, or folded by the merge
+//! operator into one full value, into new output segments, with their hint
+//! files. Deleted, overwritten and expired records are left behind, and so
+//! are tombstones: every older record of their key is in the inputs too.
+//!
+//! Reads and writes go on throughout: the inputs are immutable, new writes
+//! go to the fresh active segment, and the index is switched key by key with
+//! a compare-and-swap ([`Index::replace_prefix`](crate::Index::replace_prefix)),
+//! so a key written during the compaction keeps its newer value. The files
+//! are switched as described in [`CompactionOutput`](crate::log::CompactionOutput):
+//! a crash at any step reopens to the same data.
+
+use std::sync::atomic::Ordering;
+
+use crate::engine::Inner;
+use crate::error::{Error, Result};
+use crate::index::KeyEntry;
+use crate::log::Entry;
+use crate::record::Kind;
+use crate::segment::Location;
+
+/// What a compaction did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactionReport {
+    /// Segments compacted.
+    pub inputs: usize,
+    /// Segments written.
+    pub outputs: usize,
+    /// Bytes of the input segments.
+    pub bytes_in: u64,
+    /// Bytes of the output segments.
+    pub bytes_out: u64,
+    /// Keys whose records were copied or folded.
+    pub keys_kept: u64,
+    /// Expired keys removed.
+    pub keys_expired: u64,
+}
+
+struct Moved {
+    key: Box<[u8]>,
+    prefix: Vec<Location>,
+    location: Location,
+}
+
+pub(crate) fn run(inner: &Inner) -> Result<CompactionReport> {
+    let _running = inner.compaction_lock.lock();
+    let inputs = inner.log.seal()?;
+    let mut report = CompactionReport {
+        inputs: inputs.len(),
+        ..CompactionReport::default()
+    };
+    let Some(&last) = inputs.last() else {
+        return Ok(report);
+    };
+    let sizes: Vec<_> = inner.log.segments();
+    report.bytes_in = sizes.iter().filter(|s| s.id <= last).map(|s| s.len).sum();
+
+    let now = inner.clock.now_ms();
+    let mut output = inner.log.compaction_output(last)?;
+    let mut moved: Vec<Moved> = Vec::new();
+    let mut expired: Vec<(Box<[u8]>, KeyEntry)> = Vec::new();
+    for &id in &inputs {
+        inner.log.scan_segment(id, &mut |location, record, raw| {
+            if record.header.kind == Kind::Delete {
+                return Ok(());
+            }
+            let Some(entry) = inner.index.get(record.key) else {
+                return Ok(());
+            };
+            if entry.first_location() != Some(location) {
+                return Ok(());
+            }
+            if entry.is_expired(now) {
+                expired.push((record.key.into(), entry));
+                return Ok(());
+            }
+            let prefix: Vec<Location> = entry
+                .locations()
+                .take_while(|l| l.segment <= last)
+                .collect();
+            let new_location = if prefix.len() == 1 && record.header.kind == Kind::Put {
+                output.append_raw(raw)?
+            } else {
+                let operator = inner
+                    .merge_operator
+                    .as_ref()
+                    .ok_or(Error::NoMergeOperator)?;
+                let base = (record.header.kind == Kind::Put).then_some(record.value);
+                let mut operands = Vec::with_capacity(prefix.len());
+                let mut newest = (record.header.version, record.header.expires_at);
+                for l in prefix.iter().skip(usize::from(base.is_some())) {
+                    let operand = if *l == location {
+                        None
+                    } else {
+                        Some(inner.read_checked(record.key, *l, Kind::Merge)?)
+                    };
+                    if let Some(op) = &operand {
+                        newest = (op.version(), op.expires_at());
+                    }
+                    operands.push(operand);
+                }
+                let values: Vec<&[u8]> = operands
+                    .iter()
+                    .map(|o| o.as_ref().map_or(record.value, |r| r.value()))
+                    .collect();
+                let value = operator.full_merge(record.key, base, &values);
+                output.append(&Entry {
+                    kind: Kind::Put,
+                    key: record.key,
+                    value: &value,
+                    version: newest.0,
+                    expires_at: newest.1,
+                })?
+            };
+            moved.push(Moved {
+                key: record.key.into(),
+                prefix,
+                location: new_location,
+            });
+            Ok(())
+        })?;
+    }
+    let outputs = output.finish()?;
+    report.outputs = outputs.ids().len();
+    report.bytes_out = outputs.bytes();
+    report.keys_kept = moved.len() as u64;
+    report.keys_expired = expired.len() as u64;
+    inner.log.install(outputs, &inputs, || {
+        let mut delta = 0i64;
+        for m in &moved {
+            if let Some(freed) = inner.index.replace_prefix(&m.key, &m.prefix, m.location) {
+                delta += i64::from(m.location.len) - i64::try_from(freed).unwrap_or(0);
+            }
+        }
+        for (key, entry) in &expired {
+            if let Some(freed) = inner.index.remove_if(key, entry) {
+                delta -= i64::try_from(freed).unwrap_or(0);
+            }
+        }
+        inner.live_bytes.fetch_add(delta, Ordering::Relaxed);
+    })?;
+    inner.compactions.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(?report, "compaction finished");
+    Ok(report)
+}

@@ -1,0 +1,610 @@
+//! The engine: the log plus an index, with background compaction.
+//!
+//! Writes go through [`Log::append_planned`]: the records are chosen and
+//! encoded under the log's writer lock and the index is updated under the
+//! same lock, so the index always reflects the log in log order. Under
+//! `Always` the writer then waits for the group commit outside that lock.
+//! Reads take an index entry (a short shard lock), then read the records by
+//! position without any engine lock; if compaction removed the segment in
+//! between, the read retries with the fresh entry.
+//!
+//! Invariants: every live key's entry names records the log holds; the
+//! engine's live-byte count equals the sum of the record lengths the index
+//! names; a merge written onto an expired key is preceded by a tombstone in
+//! the same frame, so replay never revives an expired value.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::batch::{WriteBatch, WriteMeta};
+use crate::clock::Clock;
+use crate::compaction::{self, CompactionReport};
+use crate::error::{Error, Result};
+use crate::index::{Change, Index, KeyEntry, Slot};
+use crate::keydir::Keydir;
+use crate::log::{Entry, Log, Record};
+use crate::merge::MergeOperator;
+use crate::options::{CompactionTrigger, Options};
+use crate::rebuild;
+use crate::record::{DecodeError, Kind};
+use crate::segment::Location;
+
+/// How many times a read retries when compaction moved a key under it.
+const READ_RETRIES: usize = 16;
+
+/// A value with the version and expiry stored with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Value {
+    /// The value's bytes (for a merged key: the merged value).
+    pub bytes: Vec<u8>,
+    /// Version of the key's newest record.
+    pub version: u64,
+    /// Absolute expiry in Unix milliseconds, if any.
+    pub expires_at: Option<u64>,
+}
+
+/// A snapshot of the engine's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Keys in the index (expired keys count until compaction removes them).
+    pub live_keys: u64,
+    /// Bytes of the records the index names.
+    pub live_bytes: u64,
+    /// Bytes in segments that no key needs any more (reclaimable by compaction).
+    pub dead_bytes: u64,
+    /// Bytes in all segments.
+    pub total_bytes: u64,
+    /// Number of segment files.
+    pub segments: u64,
+    /// Compactions completed since the engine was opened.
+    pub compactions: u64,
+    /// True once a write or fsync failed; writes are refused until reopened.
+    pub poisoned: bool,
+}
+
+pub(crate) struct Inner {
+    pub log: Log,
+    pub index: Box<dyn Index>,
+    pub clock: Arc<dyn Clock>,
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    pub live_bytes: AtomicI64,
+    next_version: AtomicU64,
+    pub compactions: AtomicU64,
+    pub compaction_lock: Mutex<()>,
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("log", &self.log)
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An embeddable Bitcask-style key-value store. See the [crate docs](crate).
+///
+/// `Engine` is `Send + Sync`: share it between threads with an `Arc`.
+#[derive(Debug)]
+pub struct Engine {
+    inner: Arc<Inner>,
+    compactor: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// One operation handed to the planner.
+struct Op<'a> {
+    kind: Kind,
+    key: &'a [u8],
+    value: &'a [u8],
+    meta: WriteMeta,
+}
+
+fn expiry(meta: Option<u64>) -> u64 {
+    match meta {
+        None => 0,
+        // 0 means "never" on disk; an expiry at the epoch is simply in the past.
+        Some(0) => 1,
+        Some(at) => at,
+    }
+}
+
+impl Engine {
+    /// Opens (or creates) the store in `dir` with the in-memory [`Keydir`].
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Engine> {
+        Engine::open_with_index(dir, options, Box::new(Keydir::new()))
+    }
+
+    /// Opens (or creates) the store in `dir`, rebuilding the given (empty) index.
+    pub fn open_with_index(
+        dir: impl AsRef<Path>,
+        options: Options,
+        index: Box<dyn Index>,
+    ) -> Result<Engine> {
+        options.validate()?;
+        let (log, totals) = rebuild::open(dir.as_ref(), &options.log, &*index)?;
+        let (live, max_version) = (totals.live, totals.max_version);
+        let inner = Arc::new(Inner {
+            log,
+            index,
+            clock: options.clock.clone(),
+            merge_operator: options.merge_operator.clone(),
+            live_bytes: AtomicI64::new(live),
+            next_version: AtomicU64::new(max_version.saturating_add(1)),
+            compactions: AtomicU64::new(0),
+            compaction_lock: Mutex::new(()),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        });
+        let compactor = match options.compaction {
+            Some(trigger) => {
+                let inner = inner.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("strata-compactor".into())
+                        .spawn(move || compactor(&inner, trigger))?,
+                )
+            }
+            None => None,
+        };
+        Ok(Engine {
+            inner,
+            compactor: Mutex::new(compactor),
+        })
+    }
+
+    /// Stores `value` under `key`; returns the version assigned.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<u64> {
+        self.put_with(key, value, WriteMeta::default())
+    }
+
+    /// Stores `value` under `key`, expiring at `expires_at_ms` (Unix milliseconds).
+    pub fn put_with_expiry(&self, key: &[u8], value: &[u8], expires_at_ms: u64) -> Result<u64> {
+        self.put_with(key, value, WriteMeta::new().with_expiry(expires_at_ms))
+    }
+
+    /// Stores `value` under `key` with an explicit version and/or expiry.
+    pub fn put_with(&self, key: &[u8], value: &[u8], meta: WriteMeta) -> Result<u64> {
+        self.inner.write_ops(&[Op {
+            kind: Kind::Put,
+            key,
+            value,
+            meta,
+        }])
+    }
+
+    /// Appends a merge operand to `key`; returns the version assigned.
+    ///
+    /// Reading the key then needs the [`MergeOperator`] of the options.
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<u64> {
+        self.merge_with(key, operand, WriteMeta::default())
+    }
+
+    /// Appends a merge operand with an explicit version and/or expiry.
+    ///
+    /// Without an expiry the key keeps its current one.
+    pub fn merge_with(&self, key: &[u8], operand: &[u8], meta: WriteMeta) -> Result<u64> {
+        self.inner.write_ops(&[Op {
+            kind: Kind::Merge,
+            key,
+            value: operand,
+            meta,
+        }])
+    }
+
+    /// Deletes `key`; returns whether it had a live value.
+    ///
+    /// Nothing is written when the key has no entry at all.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.delete_with(key, WriteMeta::default())
+    }
+
+    /// Deletes `key`, storing `meta.version` in the tombstone.
+    pub fn delete_with(&self, key: &[u8], meta: WriteMeta) -> Result<bool> {
+        let inner = &*self.inner;
+        let now = inner.clock.now_ms();
+        let mut was_live = false;
+        inner.log.append_planned(
+            |out| {
+                if let Some(entry) = inner.index.get(key) {
+                    was_live = !entry.is_expired(now);
+                    out.push(Entry {
+                        kind: Kind::Delete,
+                        key,
+                        value: &[],
+                        version: inner.version_for(meta.version),
+                        expires_at: 0,
+                    });
+                }
+            },
+            |entries, locations| inner.apply(entries, locations),
+        )?;
+        Ok(was_live)
+    }
+
+    /// Applies every operation of `batch`, all or nothing, also across crashes.
+    pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        let ops: Vec<Op<'_>> = batch
+            .ops
+            .iter()
+            .map(|op| Op {
+                kind: op.kind,
+                key: &op.key,
+                value: &op.value,
+                meta: op.meta,
+            })
+            .collect();
+        self.inner.write_ops(&ops).map(|_| ())
+    }
+
+    /// The value of `key`, or `None` if it has none or has expired.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_value(key)?.map(|v| v.bytes))
+    }
+
+    /// The value of `key` with its version and expiry.
+    pub fn get_value(&self, key: &[u8]) -> Result<Option<Value>> {
+        self.inner.get_value(key)
+    }
+
+    /// True if `key` has a live value. Reads only the index.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.inner
+            .index
+            .get(key)
+            .is_some_and(|e| e.expires_at == 0 || !e.is_expired(self.inner.clock.now_ms()))
+    }
+
+    /// Iterates over the live keys, in no particular order.
+    ///
+    /// The iteration holds no lock: keys written or deleted meanwhile may or
+    /// may not be seen.
+    pub fn keys(&self) -> Keys<'_> {
+        Keys {
+            engine: self,
+            chunk: Vec::new().into_iter(),
+            token: Some(Vec::new()),
+            now: self.inner.clock.now_ms(),
+        }
+    }
+
+    /// Iterates over the live key-value pairs, reading each value.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter { keys: self.keys() }
+    }
+
+    /// Folds `f` over every live key-value pair.
+    pub fn fold<B>(&self, init: B, mut f: impl FnMut(B, &[u8], &Value) -> B) -> Result<B> {
+        let mut acc = init;
+        for item in self.iter() {
+            let (key, value) = item?;
+            acc = f(acc, &key, &value);
+        }
+        Ok(acc)
+    }
+
+    /// Makes every write so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.inner.log.sync()
+    }
+
+    /// Compacts every sealed segment now (the active one is sealed first).
+    ///
+    /// Reads and writes continue while it runs.
+    pub fn compact(&self) -> Result<CompactionReport> {
+        compaction::run(&self.inner)
+    }
+
+    /// The engine's counters.
+    pub fn stats(&self) -> Stats {
+        let inner = &*self.inner;
+        let total = inner.log.total_bytes();
+        let live = u64::try_from(inner.live_bytes.load(Ordering::Relaxed)).unwrap_or(0);
+        Stats {
+            live_keys: inner.index.len(),
+            live_bytes: live,
+            dead_bytes: total.saturating_sub(live),
+            total_bytes: total,
+            segments: inner.log.segments().len() as u64,
+            compactions: inner.compactions.load(Ordering::Relaxed),
+            poisoned: inner.log.poisoned().is_some(),
+        }
+    }
+
+    /// The log beneath the engine, to inspect its segments.
+    ///
+    /// Records appended through it directly bypass the engine's index: they
+    /// become visible only after a reopen.
+    pub fn log(&self) -> &Log {
+        &self.inner.log
+    }
+
+    /// Stops background work, makes every write durable and writes hint files.
+    ///
+    /// Dropping the engine does the same but cannot report errors.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        {
+            let mut stop = self.inner.stop.lock();
+            *stop = true;
+            self.inner.wake.notify_all();
+        }
+        if let Some(handle) = self.compactor.lock().take() {
+            let _ = handle.join();
+        }
+        self.inner.log.close()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::warn!(error = %e, "closing the engine failed");
+        }
+    }
+}
+
+fn compactor(inner: &Inner, trigger: CompactionTrigger) {
+    loop {
+        {
+            let mut stop = inner.stop.lock();
+            if !*stop {
+                inner.wake.wait_for(&mut stop, trigger.check_interval);
+            }
+            if *stop {
+                return;
+            }
+        }
+        if inner.should_compact(&trigger)
+            && let Err(e) = compaction::run(inner)
+        {
+            tracing::warn!(error = %e, "background compaction failed");
+        }
+    }
+}
+
+impl Inner {
+    fn should_compact(&self, trigger: &CompactionTrigger) -> bool {
+        if self.log.poisoned().is_some() {
+            return false;
+        }
+        let total = self.log.total_bytes();
+        let live = u64::try_from(self.live_bytes.load(Ordering::Relaxed)).unwrap_or(0);
+        let dead = total.saturating_sub(live);
+        dead >= trigger.min_dead_bytes && dead as f64 >= trigger.dead_ratio * total as f64
+    }
+
+    fn version_for(&self, explicit: Option<u64>) -> u64 {
+        match explicit {
+            Some(version) => {
+                self.next_version
+                    .fetch_max(version.saturating_add(1), Ordering::Relaxed);
+                version
+            }
+            None => self.next_version.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// Writes `ops` as one unit; returns the version of the last record.
+    fn write_ops(&self, ops: &[Op<'_>]) -> Result<u64> {
+        self.log.append_planned(
+            |out| self.plan(ops, out),
+            |entries, locations| {
+                self.apply(entries, locations);
+                entries.last().map_or(0, |e| e.version)
+            },
+        )
+    }
+
+    /// Chooses the records for `ops`. Runs under the log's writer lock.
+    fn plan<'a>(&self, ops: &[Op<'a>], out: &mut Vec<Entry<'a>>) {
+        // Only merges need the time; puts and deletes never read the clock.
+        let mut now = None;
+        // The expiry of keys written earlier in this batch (`None`: deleted).
+        let mut touched: HashMap<&[u8], Option<u64>> = HashMap::new();
+        let batch = ops.len() > 1;
+        for op in ops {
+            let version = self.version_for(op.meta.version);
+            let expires_at = match op.kind {
+                Kind::Merge => {
+                    // The key's expiry as of this operation (`None`: no value).
+                    let current = match touched.get(op.key) {
+                        Some(state) => *state,
+                        None => self.index.get(op.key).map(|e| e.expires_at),
+                    };
+                    let current = match current {
+                        Some(at)
+                            if at != 0 && at <= *now.get_or_insert_with(|| self.clock.now_ms()) =>
+                        {
+                            // The old value has expired; replay must not revive it.
+                            out.push(Entry {
+                                kind: Kind::Delete,
+                                key: op.key,
+                                value: &[],
+                                version,
+                                expires_at: 0,
+                            });
+                            None
+                        }
+                        other => other,
+                    };
+                    match op.meta.expires_at {
+                        Some(_) => expiry(op.meta.expires_at),
+                        None => current.unwrap_or(0),
+                    }
+                }
+                Kind::Put => expiry(op.meta.expires_at),
+                Kind::Delete | Kind::Batch => 0,
+            };
+            let kind = if op.kind == Kind::Batch {
+                Kind::Delete
+            } else {
+                op.kind
+            };
+            out.push(Entry {
+                kind,
+                key: op.key,
+                value: if kind == Kind::Delete { &[] } else { op.value },
+                version,
+                expires_at,
+            });
+            if batch {
+                touched.insert(op.key, (kind != Kind::Delete).then_some(expires_at));
+            }
+        }
+    }
+
+    /// Applies appended records to the index. Runs under the log's writer lock.
+    fn apply(&self, entries: &[Entry<'_>], locations: &[Location]) {
+        let mut delta = 0i64;
+        for (entry, location) in entries.iter().zip(locations) {
+            let change = match entry.kind {
+                Kind::Put => Change::Put {
+                    location: *location,
+                    version: entry.version,
+                    expires_at: entry.expires_at,
+                },
+                Kind::Merge => Change::Merge {
+                    location: *location,
+                    version: entry.version,
+                    expires_at: entry.expires_at,
+                },
+                Kind::Delete | Kind::Batch => Change::Delete,
+            };
+            let freed = self.index.apply(entry.key, change).unwrap_or(0);
+            if entry.kind != Kind::Delete {
+                delta += i64::from(location.len);
+            }
+            delta -= i64::try_from(freed).unwrap_or(i64::MAX);
+        }
+        self.live_bytes.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    fn get_value(&self, key: &[u8]) -> Result<Option<Value>> {
+        let mut last_error = None;
+        for _ in 0..READ_RETRIES {
+            let Some(entry) = self.index.get(key) else {
+                return Ok(None);
+            };
+            if entry.expires_at != 0 && entry.is_expired(self.clock.now_ms()) {
+                return Ok(None);
+            }
+            match self.materialize(key, &entry) {
+                Ok(bytes) => {
+                    return Ok(Some(Value {
+                        bytes,
+                        version: entry.version,
+                        expires_at: (entry.expires_at != 0).then_some(entry.expires_at),
+                    }));
+                }
+                Err(e @ Error::SegmentGone { .. }) => last_error = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_error.unwrap_or(Error::Closed))
+    }
+
+    /// Reads the records an entry names and builds the value.
+    pub(crate) fn materialize(&self, key: &[u8], entry: &KeyEntry) -> Result<Vec<u8>> {
+        match &entry.slot {
+            Slot::Value(location) => Ok(self.read_checked(key, *location, Kind::Put)?.into_value()),
+            Slot::Merged(chain) => {
+                let operator = self.merge_operator.as_ref().ok_or(Error::NoMergeOperator)?;
+                let base = chain
+                    .base
+                    .map(|l| self.read_checked(key, l, Kind::Put))
+                    .transpose()?;
+                let operands = chain
+                    .operands
+                    .iter()
+                    .map(|l| self.read_checked(key, *l, Kind::Merge))
+                    .collect::<Result<Vec<_>>>()?;
+                let refs: Vec<&[u8]> = operands.iter().map(Record::value).collect();
+                Ok(operator.full_merge(key, base.as_ref().map(Record::value), &refs))
+            }
+        }
+    }
+
+    /// Reads a record and checks that it is the key's record of the expected kind.
+    pub(crate) fn read_checked(
+        &self,
+        key: &[u8],
+        location: Location,
+        kind: Kind,
+    ) -> Result<Record> {
+        let record = self.log.read(location)?;
+        let reason = if record.key() != key {
+            Some("the key differs")
+        } else if record.kind() != kind {
+            Some("the record kind differs")
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => Err(Error::BadRecord {
+                segment: location.segment,
+                offset: location.offset,
+                reason: DecodeError::Mismatch(reason),
+            }),
+            None => Ok(record),
+        }
+    }
+}
+
+/// Iterator over live keys; see [`Engine::keys`].
+#[derive(Debug)]
+pub struct Keys<'e> {
+    engine: &'e Engine,
+    chunk: std::vec::IntoIter<(Box<[u8]>, KeyEntry)>,
+    token: Option<Vec<u8>>,
+    now: u64,
+}
+
+impl Iterator for Keys<'_> {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if let Some((key, entry)) = self.chunk.next() {
+                if !entry.is_expired(self.now) {
+                    return Some(key.into_vec());
+                }
+                continue;
+            }
+            let token = self.token.take()?;
+            let chunk = self.engine.inner.index.scan(&token);
+            self.chunk = chunk.entries.into_iter();
+            self.token = chunk.next;
+        }
+    }
+}
+
+/// Iterator over live key-value pairs; see [`Engine::iter`].
+#[derive(Debug)]
+pub struct Iter<'e> {
+    keys: Keys<'e>,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = Result<(Vec<u8>, Value)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let key = self.keys.next()?;
+            match self.keys.engine.get_value(&key) {
+                Ok(Some(value)) => return Some(Ok((key, value))),
+                Ok(None) => continue,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}

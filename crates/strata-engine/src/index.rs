@@ -1,0 +1,190 @@
+//! The index abstraction: where each live key's records are.
+//!
+//! The engine asks its index three things: where a key's records are
+//! ([`Index::get`]), to apply a logged change ([`Index::apply`]), and, for
+//! compaction, to move a key's records to their new home only if nothing
+//! changed them meanwhile ([`Index::replace_prefix`], [`Index::remove_if`]).
+//! The in-memory [`Keydir`](crate::Keydir) implements it today; an on-disk
+//! B+tree with Bloom filters for key sets larger than RAM can implement the
+//! same trait without the engine's API changing.
+//!
+//! A key's entry names the records that make its value, in log order: the
+//! last full value (if any) followed by the merge operands written after it.
+//! Invariants every implementation keeps: `apply` calls arrive in log order
+//! (the engine makes them under the log's writer lock) and each call is
+//! atomic with respect to the others for the same key.
+
+use std::fmt;
+
+use crate::segment::Location;
+
+/// The records that make a key's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Slot {
+    /// A single full value.
+    Value(Location),
+    /// Merge operands, after an optional full value.
+    Merged(Box<Chain>),
+}
+
+/// A full value followed by merge operands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    /// The last full value, if the key had one before the operands.
+    pub base: Option<Location>,
+    /// The operands, oldest first; never empty.
+    pub operands: Vec<Location>,
+}
+
+/// What the index holds for one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyEntry {
+    /// Version of the key's newest record.
+    pub version: u64,
+    /// Expiry of the key's newest record in Unix milliseconds, 0 for never.
+    pub expires_at: u64,
+    /// The records making the value.
+    pub slot: Slot,
+}
+
+impl KeyEntry {
+    /// The locations of the key's records, oldest first.
+    pub fn locations(&self) -> impl Iterator<Item = Location> + '_ {
+        let (single, chain) = match &self.slot {
+            Slot::Value(location) => (Some(*location), None),
+            Slot::Merged(chain) => (None, Some(chain)),
+        };
+        single.into_iter().chain(
+            chain
+                .into_iter()
+                .flat_map(|c| c.base.into_iter().chain(c.operands.iter().copied())),
+        )
+    }
+
+    /// The oldest record of the key.
+    pub fn first_location(&self) -> Option<Location> {
+        self.locations().next()
+    }
+
+    /// Bytes of all the key's records.
+    pub fn record_bytes(&self) -> u64 {
+        self.locations().map(|l| u64::from(l.len)).sum()
+    }
+
+    /// True if the key has expired at `now_ms`.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expires_at != 0 && self.expires_at <= now_ms
+    }
+}
+
+/// A logged change to apply to the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A full value: replaces whatever the key had.
+    Put {
+        /// Where the record is.
+        location: Location,
+        /// Its version.
+        version: u64,
+        /// Its expiry, 0 for never.
+        expires_at: u64,
+    },
+    /// A tombstone: the key is gone.
+    Delete,
+    /// A merge operand: appended to the key's records.
+    Merge {
+        /// Where the record is.
+        location: Location,
+        /// Its version.
+        version: u64,
+        /// Its expiry, 0 for never; becomes the key's expiry.
+        expires_at: u64,
+    },
+}
+
+/// One chunk of a scan over the index.
+#[derive(Debug, Default)]
+pub struct ScanChunk {
+    /// Keys and entries, in the index's order.
+    pub entries: Vec<(Box<[u8]>, KeyEntry)>,
+    /// Token to pass to the next call, or `None` when the scan is complete.
+    pub next: Option<Vec<u8>>,
+}
+
+/// Maps keys to the locations of their records. See the [module docs](self).
+pub trait Index: Send + Sync + fmt::Debug {
+    /// The key's entry, if it has one.
+    fn get(&self, key: &[u8]) -> Option<KeyEntry>;
+
+    /// Applies a logged change; returns the record bytes it made dead
+    /// (`None` if the key had no entry).
+    fn apply(&self, key: &[u8], change: Change) -> Option<u64>;
+
+    /// If the key's records still begin with `prefix`, replaces that prefix by
+    /// the single full value at `replacement`; returns the bytes freed.
+    fn replace_prefix(&self, key: &[u8], prefix: &[Location], replacement: Location)
+    -> Option<u64>;
+
+    /// Removes the key's entry if it still equals `expected`; returns the bytes freed.
+    fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64>;
+
+    /// Number of keys with an entry (expired keys included until compaction removes them).
+    fn len(&self) -> u64;
+
+    /// True when no key has an entry.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many independent parts the index has (1 unless overridden).
+    ///
+    /// Changes to keys of different parts may be applied from different
+    /// threads at the same time; opening a store uses this to rebuild the
+    /// index on several cores. Changes to one part still arrive in log order.
+    fn partitions(&self) -> usize {
+        1
+    }
+
+    /// The part (below [`partitions`](Index::partitions)) that `key` belongs to.
+    fn partition(&self, key: &[u8]) -> usize {
+        let _ = key;
+        0
+    }
+
+    /// Returns a chunk of entries starting at `token` (empty for the start).
+    ///
+    /// No lock is held between calls; a key changed during a scan may be
+    /// seen in its old or new state, or not at all if it was added or
+    /// removed meanwhile.
+    fn scan(&self, token: &[u8]) -> ScanChunk;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::SegmentId;
+
+    fn loc(offset: u32) -> Location {
+        Location {
+            segment: SegmentId(1),
+            offset,
+            len: 10,
+        }
+    }
+
+    #[test]
+    fn locations_are_in_log_order() {
+        let entry = KeyEntry {
+            version: 1,
+            expires_at: 0,
+            slot: Slot::Merged(Box::new(Chain {
+                base: Some(loc(0)),
+                operands: vec![loc(10), loc(20)],
+            })),
+        };
+        let all: Vec<_> = entry.locations().map(|l| l.offset).collect();
+        assert_eq!(all, vec![0, 10, 20]);
+        assert_eq!(entry.record_bytes(), 30);
+        assert!(!entry.is_expired(5));
+    }
+}

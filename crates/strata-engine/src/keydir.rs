@@ -1,0 +1,364 @@
+//! The keydir: Bitcask's in-memory index of every key.
+//!
+//! The keydir is a hash map from key to [`KeyEntry`], split into shards, each
+//! behind its own reader-writer lock, so readers of different keys never
+//! meet and a reader holds a lock only for the lookup itself (never during
+//! disk I/O). Each key costs its bytes plus a fixed-size entry.
+//!
+//! Invariant: an entry's locations are in log order and point at records
+//! that the log still holds (compaction swaps an entry before it deletes the
+//! records the entry used to name).
+
+use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use parking_lot::RwLock;
+
+use crate::index::{Chain, Change, Index, KeyEntry, ScanChunk, Slot};
+use crate::segment::Location;
+
+const SHARDS: usize = 64;
+
+/// Keys up to this length are stored inside the table, without an allocation.
+const INLINE: usize = 38;
+
+/// A key as the keydir stores it: short keys inline, long ones on the heap.
+///
+/// Inline keys save an allocation and, on lookup, a cache miss: the bytes to
+/// compare sit next to the hash table slot.
+#[derive(Clone)]
+enum KeyBuf {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl KeyBuf {
+    fn new(key: &[u8]) -> KeyBuf {
+        match u8::try_from(key.len()) {
+            Ok(len) if key.len() <= INLINE => {
+                let mut bytes = [0u8; INLINE];
+                if let Some(dst) = bytes.get_mut(..key.len()) {
+                    dst.copy_from_slice(key);
+                }
+                KeyBuf::Inline { len, bytes }
+            }
+            _ => KeyBuf::Heap(key.into()),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            KeyBuf::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            KeyBuf::Heap(bytes) => bytes,
+        }
+    }
+}
+
+impl Borrow<[u8]> for KeyBuf {
+    fn borrow(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for KeyBuf {
+    fn eq(&self, other: &KeyBuf) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for KeyBuf {}
+
+impl Hash for KeyBuf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Must hash exactly like `[u8]`, so lookups by `&[u8]` find the key.
+        self.as_slice().hash(state);
+    }
+}
+
+impl std::fmt::Debug for KeyBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_slice())
+    }
+}
+
+type Shard = HashMap<KeyBuf, KeyEntry, foldhash::fast::RandomState>;
+
+/// The in-memory index: a sharded hash map of every key.
+#[derive(Debug)]
+pub struct Keydir {
+    hasher: foldhash::fast::RandomState,
+    shards: Vec<RwLock<Shard>>,
+}
+
+impl Default for Keydir {
+    fn default() -> Self {
+        Keydir::new()
+    }
+}
+
+impl Keydir {
+    /// An empty keydir.
+    pub fn new() -> Keydir {
+        Keydir {
+            hasher: foldhash::fast::RandomState::default(),
+            shards: (0..SHARDS).map(|_| RwLock::new(Shard::default())).collect(),
+        }
+    }
+
+    fn shard_index(&self, key: &[u8]) -> usize {
+        (self.hasher.hash_one(key) >> 58) as usize % SHARDS
+    }
+
+    fn shard(&self, key: &[u8]) -> &RwLock<Shard> {
+        // The index is reduced modulo the shard count, so it is in range.
+        #[allow(clippy::indexing_slicing)]
+        &self.shards[self.shard_index(key)]
+    }
+}
+
+fn starts_with(entry: &KeyEntry, prefix: &[Location]) -> bool {
+    let mut have = entry.locations();
+    prefix.iter().all(|p| have.next() == Some(*p))
+}
+
+impl Index for Keydir {
+    fn get(&self, key: &[u8]) -> Option<KeyEntry> {
+        self.shard(key).read().get(key).cloned()
+    }
+
+    fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
+        let mut shard = self.shard(key).write();
+        match change {
+            Change::Put {
+                location,
+                version,
+                expires_at,
+            } => {
+                let entry = KeyEntry {
+                    version,
+                    expires_at,
+                    slot: Slot::Value(location),
+                };
+                if key.len() <= INLINE {
+                    // An inline key costs no allocation: one lookup does it all.
+                    shard
+                        .insert(KeyBuf::new(key), entry)
+                        .map(|old| old.record_bytes())
+                } else {
+                    match shard.get_mut(key) {
+                        Some(old) => Some(std::mem::replace(old, entry).record_bytes()),
+                        None => {
+                            shard.insert(KeyBuf::new(key), entry);
+                            None
+                        }
+                    }
+                }
+            }
+            Change::Delete => shard.remove(key).map(|old| old.record_bytes()),
+            Change::Merge {
+                location,
+                version,
+                expires_at,
+            } => match shard.get_mut(key) {
+                Some(old) => {
+                    old.version = version;
+                    old.expires_at = expires_at;
+                    match &mut old.slot {
+                        Slot::Merged(chain) => chain.operands.push(location),
+                        Slot::Value(base) => {
+                            old.slot = Slot::Merged(Box::new(Chain {
+                                base: Some(*base),
+                                operands: vec![location],
+                            }));
+                        }
+                    }
+                    Some(0)
+                }
+                None => {
+                    shard.insert(
+                        KeyBuf::new(key),
+                        KeyEntry {
+                            version,
+                            expires_at,
+                            slot: Slot::Merged(Box::new(Chain {
+                                base: None,
+                                operands: vec![location],
+                            })),
+                        },
+                    );
+                    None
+                }
+            },
+        }
+    }
+
+    fn replace_prefix(
+        &self,
+        key: &[u8],
+        prefix: &[Location],
+        replacement: Location,
+    ) -> Option<u64> {
+        let mut shard = self.shard(key).write();
+        let entry = shard.get_mut(key)?;
+        if prefix.is_empty() || !starts_with(entry, prefix) {
+            return None;
+        }
+        let freed = prefix.iter().map(|l| u64::from(l.len)).sum();
+        let rest: Vec<Location> = entry.locations().skip(prefix.len()).collect();
+        entry.slot = if rest.is_empty() {
+            Slot::Value(replacement)
+        } else {
+            Slot::Merged(Box::new(Chain {
+                base: Some(replacement),
+                operands: rest,
+            }))
+        };
+        Some(freed)
+    }
+
+    fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64> {
+        let mut shard = self.shard(key).write();
+        if shard.get(key) == Some(expected) {
+            shard.remove(key).map(|old| old.record_bytes())
+        } else {
+            None
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.shards.iter().map(|s| s.read().len() as u64).sum()
+    }
+
+    fn partitions(&self) -> usize {
+        SHARDS
+    }
+
+    fn partition(&self, key: &[u8]) -> usize {
+        self.shard_index(key)
+    }
+
+    fn scan(&self, token: &[u8]) -> ScanChunk {
+        let start = token
+            .first_chunk::<8>()
+            .map_or(0, |t| u64::from_le_bytes(*t) as usize);
+        let Some(shard) = self.shards.get(start) else {
+            return ScanChunk::default();
+        };
+        let entries = shard
+            .read()
+            .iter()
+            .map(|(k, e)| (Box::from(k.as_slice()), e.clone()))
+            .collect();
+        let next = start + 1;
+        ScanChunk {
+            entries,
+            next: (next < SHARDS).then(|| (next as u64).to_le_bytes().to_vec()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::SegmentId;
+
+    fn loc(offset: u32) -> Location {
+        Location {
+            segment: SegmentId(1),
+            offset,
+            len: 10,
+        }
+    }
+
+    fn put(offset: u32) -> Change {
+        Change::Put {
+            location: loc(offset),
+            version: 1,
+            expires_at: 0,
+        }
+    }
+
+    fn merge(offset: u32) -> Change {
+        Change::Merge {
+            location: loc(offset),
+            version: 2,
+            expires_at: 0,
+        }
+    }
+
+    #[test]
+    fn put_merge_delete() {
+        let kd = Keydir::new();
+        assert_eq!(kd.apply(b"k", put(0)), None);
+        assert_eq!(kd.apply(b"k", merge(10)), Some(0));
+        assert_eq!(kd.apply(b"k", merge(20)), Some(0));
+        let e = kd.get(b"k").unwrap();
+        assert_eq!(e.locations().count(), 3);
+        assert_eq!(e.version, 2);
+        assert_eq!(kd.apply(b"k", put(30)), Some(30));
+        assert_eq!(kd.apply(b"k", Change::Delete), Some(10));
+        assert!(kd.get(b"k").is_none());
+        assert_eq!(kd.len(), 0);
+    }
+
+    #[test]
+    fn replace_prefix_keeps_later_operands() {
+        let kd = Keydir::new();
+        kd.apply(b"k", put(0));
+        kd.apply(b"k", merge(10));
+        kd.apply(b"k", merge(20));
+        let new = Location {
+            segment: SegmentId(2),
+            offset: 16,
+            len: 12,
+        };
+        assert_eq!(kd.replace_prefix(b"k", &[loc(0), loc(10)], new), Some(20));
+        let e = kd.get(b"k").unwrap();
+        assert_eq!(e.locations().collect::<Vec<_>>(), vec![new, loc(20)]);
+        assert_eq!(kd.replace_prefix(b"k", &[loc(0)], new), None);
+    }
+
+    #[test]
+    fn remove_if_checks_the_entry() {
+        let kd = Keydir::new();
+        kd.apply(b"k", put(0));
+        let e = kd.get(b"k").unwrap();
+        kd.apply(b"k", put(10));
+        assert_eq!(kd.remove_if(b"k", &e), None);
+        let e = kd.get(b"k").unwrap();
+        assert_eq!(kd.remove_if(b"k", &e), Some(10));
+    }
+
+    #[test]
+    fn short_and_long_keys_are_found() {
+        let kd = Keydir::new();
+        let long = vec![9u8; 100];
+        for key in [&b""[..], b"a", &[1u8; INLINE], &[2u8; INLINE + 1], &long] {
+            kd.apply(key, put(1));
+            assert!(kd.get(key).is_some(), "{} bytes", key.len());
+        }
+        assert_eq!(kd.len(), 5);
+        assert!(kd.get(&[1u8; INLINE - 1]).is_none());
+        assert_eq!(std::mem::size_of::<KeyBuf>(), 40);
+    }
+
+    #[test]
+    fn scan_visits_every_key() {
+        let kd = Keydir::new();
+        for i in 0..1000u32 {
+            kd.apply(&i.to_le_bytes(), put(i));
+        }
+        let mut token = Vec::new();
+        let mut seen = 0;
+        loop {
+            let chunk = kd.scan(&token);
+            seen += chunk.entries.len();
+            match chunk.next {
+                Some(next) => token = next,
+                None => break,
+            }
+        }
+        assert_eq!(seen, 1000);
+    }
+}

@@ -1,0 +1,71 @@
+//! The log's background thread and the work done at a clean close.
+//!
+//! Once a second the thread hands buffered records to the operating system
+//! (all policies), fsyncs them (`EverySecond`), and writes the hint files of
+//! segments sealed since its last round. It never holds the writer lock
+//! during an fsync, so appends and reads go on meanwhile.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::{Shared, write_hint_file};
+use crate::error::Result;
+use crate::options::FsyncPolicy;
+
+const INTERVAL: Duration = Duration::from_secs(1);
+
+pub(super) fn spawn(shared: Arc<Shared>) -> Result<JoinHandle<()>> {
+    let handle = std::thread::Builder::new()
+        .name("strata-log".into())
+        .spawn(move || run(&shared))?;
+    Ok(handle)
+}
+
+fn run(shared: &Shared) {
+    loop {
+        {
+            let mut stop = shared.wake_lock.lock();
+            if !*stop {
+                shared.wake.wait_for(&mut stop, INTERVAL);
+            }
+            if *stop {
+                return;
+            }
+        }
+        if shared.poisoned.load(Ordering::Acquire) {
+            continue;
+        }
+        match shared.options.fsync {
+            FsyncPolicy::EverySecond => {
+                if let Err(e) = shared.sync_now() {
+                    tracing::warn!(error = %e, "background fsync failed");
+                }
+            }
+            FsyncPolicy::Never | FsyncPolicy::Always => {
+                let mut tail = shared.tail.lock();
+                if let Err(e) = tail.flush() {
+                    shared.poison(e, "write");
+                }
+            }
+        }
+        shared.write_pending_hints();
+    }
+}
+
+/// At a clean close: writes the active segment's hint, or removes it when empty.
+pub(super) fn finish_active(shared: &Shared) -> Result<()> {
+    let mut writer = shared.writer.lock();
+    let id = writer.active.id;
+    if writer.records == 0 {
+        shared.segments.write().remove(&id);
+        shared.vfs.remove(&writer.active.path)?;
+        shared.vfs.sync_dir(&shared.dir)?;
+        return Ok(());
+    }
+    if let Some(hints) = writer.hints.take() {
+        write_hint_file(&*shared.vfs, &shared.dir, id, hints.finish())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,691 @@
+//! The log layer: segments, appends with group commit, positioned reads, recovery.
+//!
+//! [`Log`] is the engine's storage without its index. It appends records (or
+//! atomic batches of records) to the active segment and returns where each
+//! landed as a [`Location`]; it reads any record back from its location; on
+//! open it replays every record (or, for segments that have one, its hint
+//! file) in log order to a callback, which is how an index is rebuilt. A
+//! caller that keeps its own in-memory index can use the log directly:
+//! replay into the index on open, call [`Log::append_with`] to update the
+//! index in log order, and [`Log::read`] to fetch values. [`Engine`](crate::Engine)
+//! is exactly that, plus compaction.
+//!
+//! Durability contract: a record is *appended* when `append` returns; it is
+//! *durable* once an fsync covering it has succeeded, which under
+//! [`FsyncPolicy::Always`] happens before `append` returns, under
+//! `EverySecond` within about a second, and under
+//! `Never` whenever the operating system decides (or at [`Log::sync`]).
+//! Appended records are readable at once, durable or not.
+//!
+//! Group commit: under `Always` the first writer to need an fsync becomes the
+//! leader, flushes the buffer and fsyncs; writers that append meanwhile wait
+//! and are covered by the next fsync, so many writers share each one.
+//! Readers never take part: a record already handed to the file is read
+//! with a positioned read under a shared lock of the segment map; one still
+//! in the write buffer is copied under the tail lock, which is never held
+//! during an fsync (see the `writer` module for the two locks of the append
+//! path).
+//!
+//! Compaction with the log alone: [`Log::seal`] returns the sealed segments,
+//! [`Log::scan_segment`] reads one record by record, a [`CompactionOutput`]
+//! from [`Log::compaction_output`] writes the records to keep, and
+//! [`Log::install`] swaps the outputs in, calling back while the caller moves
+//! its index to the new locations.
+//!
+//! Poisoning: when a write or fsync fails the log can no longer tell what is
+//! on disk, so it refuses every later append with [`Error::Poisoned`] until it
+//! is reopened. Reads keep working.
+
+mod background;
+mod output;
+mod recovery;
+mod scan;
+mod writer;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::error::{Error, Result};
+use crate::hint::HintBuilder;
+use crate::options::{FsyncPolicy, LogOptions};
+use crate::record::{self, DecodeError, Kind};
+use crate::segment::{Location, SEGMENT_HEADER_LEN, SegmentId};
+use crate::vfs::{Vfs, VfsFile, VfsLock, read_exact_at, write_all_at};
+
+pub use output::{CompactionOutput, OutputSegments};
+pub use recovery::Replayed;
+pub(crate) use scan::Scanned;
+use writer::{Tail, Writer};
+
+/// The callback of [`Log::scan_segment`]: location, decoded record, encoded bytes.
+pub type ScanVisitor<'a> = dyn FnMut(Location, &record::RecordRef<'_>, &[u8]) -> Result<()> + 'a;
+
+/// One record to append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry<'a> {
+    /// Put, delete or merge.
+    pub kind: Kind,
+    /// The key.
+    pub key: &'a [u8],
+    /// The value or merge operand (empty for a delete).
+    pub value: &'a [u8],
+    /// The caller's version, stored as is.
+    pub version: u64,
+    /// Absolute expiry in Unix milliseconds, 0 for never.
+    pub expires_at: u64,
+}
+
+/// A record read back from the log, owning its bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Record {
+    header: record::Header,
+    bytes: Vec<u8>,
+}
+
+impl fmt::Debug for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Record")
+            .field("kind", &self.header.kind)
+            .field("version", &self.header.version)
+            .field("expires_at", &self.header.expires_at)
+            .field("key_len", &self.header.key_len)
+            .field("value_len", &self.header.value_len)
+            .finish()
+    }
+}
+
+impl Record {
+    /// Put, delete or merge.
+    pub fn kind(&self) -> Kind {
+        self.header.kind
+    }
+
+    /// The stored version.
+    pub fn version(&self) -> u64 {
+        self.header.version
+    }
+
+    /// The stored expiry in Unix milliseconds, 0 for never.
+    pub fn expires_at(&self) -> u64 {
+        self.header.expires_at
+    }
+
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        let start = record::HEADER_LEN;
+        self.bytes
+            .get(start..start + self.header.key_len as usize)
+            .unwrap_or_default()
+    }
+
+    /// The value or merge operand.
+    pub fn value(&self) -> &[u8] {
+        let start = record::HEADER_LEN + self.header.key_len as usize;
+        self.bytes.get(start..).unwrap_or_default()
+    }
+
+    /// Takes the value out of the record.
+    pub fn into_value(mut self) -> Vec<u8> {
+        let start = (record::HEADER_LEN + self.header.key_len as usize).min(self.bytes.len());
+        self.bytes.drain(..start);
+        self.bytes
+    }
+}
+
+/// A segment file as the log tracks it.
+#[derive(Debug)]
+pub(crate) struct SegmentFile {
+    pub id: SegmentId,
+    pub path: PathBuf,
+    pub file: Arc<dyn VfsFile>,
+    /// Bytes handed to the file (for sealed segments, the file's length).
+    pub flushed: AtomicU64,
+}
+
+impl SegmentFile {
+    pub fn new(id: SegmentId, path: PathBuf, file: Arc<dyn VfsFile>, len: u64) -> SegmentFile {
+        SegmentFile {
+            id,
+            path,
+            file,
+            flushed: AtomicU64::new(len),
+        }
+    }
+}
+
+/// What the log knows about one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// The segment's id.
+    pub id: SegmentId,
+    /// Its length in bytes, header included.
+    pub len: u64,
+    /// False only for the active segment.
+    pub sealed: bool,
+}
+
+#[derive(Debug, Default)]
+struct SyncState {
+    /// Every byte below this log sequence number is durable.
+    synced: u64,
+    /// A writer is flushing and fsyncing right now.
+    leader: bool,
+}
+
+pub(crate) struct Shared {
+    dir: PathBuf,
+    options: LogOptions,
+    vfs: Arc<dyn Vfs>,
+    segments: RwLock<BTreeMap<SegmentId, Arc<SegmentFile>>>,
+    writer: Mutex<Writer>,
+    tail: Mutex<Tail>,
+    /// Id of the active segment, readable without the writer lock.
+    active_id: AtomicU64,
+    sync: Mutex<SyncState>,
+    synced: Condvar,
+    poisoned: AtomicBool,
+    poison_cause: Mutex<Option<String>>,
+    closed: AtomicBool,
+    /// Sum of the lengths of all segments (buffered bytes included).
+    total_bytes: AtomicU64,
+    /// Hint files of sealed segments waiting to be written.
+    pending_hints: Mutex<Vec<(SegmentId, HintBuilder)>>,
+    /// Wakes the background thread early (shutdown).
+    wake: Condvar,
+    wake_lock: Mutex<bool>,
+    _lock: Box<dyn VfsLock>,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Log")
+            .field("dir", &self.dir)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The segmented, append-only log. See the [module docs](self).
+#[derive(Debug)]
+pub struct Log {
+    shared: Arc<Shared>,
+    background: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir`, replaying every record to `replay`.
+    ///
+    /// Records are replayed in log order. For a segment with a valid hint
+    /// file the hint's entries are replayed instead of reading the segment.
+    /// Batches are replayed only when complete. A torn last record is
+    /// truncated; other damage fails with [`Error::Corrupt`] unless
+    /// [`LogOptions::repair`] is set. A new active segment is started.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        options: LogOptions,
+        replay: &mut dyn FnMut(&Replayed<'_>),
+    ) -> Result<Log> {
+        options.validate()?;
+        let shared = recovery::open(dir.as_ref(), options, replay)?;
+        let shared = Arc::new(shared);
+        let background = background::spawn(shared.clone())?;
+        Ok(Log {
+            shared,
+            background: Mutex::new(Some(background)),
+        })
+    }
+
+    /// The directory of the log.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The log's options.
+    pub fn options(&self) -> &LogOptions {
+        &self.shared.options
+    }
+
+    /// Appends one record and returns its location (after it is durable under `Always`).
+    pub fn append(&self, entry: &Entry<'_>) -> Result<Location> {
+        self.append_with(std::slice::from_ref(entry), |locations| {
+            locations.first().copied()
+        })?
+        .ok_or_else(|| Error::InvalidOptions("an append produced no location".into()))
+    }
+
+    /// Appends `entries` as one unit and runs `apply` on their locations under the writer lock.
+    ///
+    /// One entry is written as a plain record; several are written as one
+    /// batch frame that recovery replays all or nothing. `apply` runs while
+    /// no other append can happen, so updates it makes to an index happen in
+    /// log order; it must not call back into the log. Under
+    /// [`FsyncPolicy::Always`] this returns only once the records are durable.
+    pub fn append_with<R>(
+        &self,
+        entries: &[Entry<'_>],
+        apply: impl FnOnce(&[Location]) -> R,
+    ) -> Result<R> {
+        self.append_planned(
+            |planned| planned.extend_from_slice(entries),
+            |_, locations| apply(locations),
+        )
+    }
+
+    /// Like [`append_with`](Log::append_with), but the entries are chosen by
+    /// `plan` under the writer lock, so the choice can depend on state that
+    /// only changes under that lock (such as an index updated by `apply`).
+    pub fn append_planned<'e, R>(
+        &self,
+        plan: impl FnOnce(&mut Vec<Entry<'e>>),
+        apply: impl FnOnce(&[Entry<'e>], &[Location]) -> R,
+    ) -> Result<R> {
+        let mut entries = Vec::new();
+        let mut locations = Vec::new();
+        let (result, lsn) = {
+            let mut writer = self.shared.writer.lock();
+            self.shared.check_writable()?;
+            plan(&mut entries);
+            if entries.is_empty() {
+                return Ok(apply(&[], &[]));
+            }
+            let frame_len = Writer::frame_len(&entries)?;
+            let size = self.shared.options.segment_size;
+            if writer.len > SEGMENT_HEADER_LEN as u64 && writer.len + frame_len > size {
+                self.shared.rotate(&mut writer)?;
+            }
+            locations.reserve(entries.len());
+            let lsn = {
+                let mut tail = self.shared.tail.lock();
+                writer.encode(&mut tail, &entries, frame_len, &mut locations);
+                if tail.buf.len() >= self.shared.options.write_buffer_size
+                    && let Err(e) = tail.flush()
+                {
+                    return Err(self.shared.poison(e, "write"));
+                }
+                tail.lsn
+            };
+            self.shared
+                .total_bytes
+                .fetch_add(frame_len, Ordering::Relaxed);
+            (apply(&entries, &locations), lsn)
+        };
+        if self.shared.options.fsync == FsyncPolicy::Always {
+            self.shared.wait_durable(lsn)?;
+        }
+        Ok(result)
+    }
+
+    /// Reads the record at `location` and verifies its checksum.
+    pub fn read(&self, location: Location) -> Result<Record> {
+        self.shared.read(location)
+    }
+
+    /// Makes every record appended so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.shared.sync()
+    }
+
+    /// The segments, oldest first.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        let active = SegmentId(self.shared.active_id.load(Ordering::Acquire));
+        self.shared
+            .segments
+            .read()
+            .values()
+            .map(|s| SegmentInfo {
+                id: s.id,
+                len: s.flushed.load(Ordering::Acquire),
+                sealed: s.id != active,
+            })
+            .collect()
+    }
+
+    /// Total bytes in all segments.
+    pub fn total_bytes(&self) -> u64 {
+        self.shared.total_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The failure that poisoned the log, if any.
+    pub fn poisoned(&self) -> Option<String> {
+        if self.shared.poisoned.load(Ordering::Acquire) {
+            self.shared.poison_cause.lock().clone()
+        } else {
+            None
+        }
+    }
+
+    /// Seals the active segment (if it holds records) and returns the ids of
+    /// all sealed segments, oldest first.
+    ///
+    /// A compaction takes these as its inputs: they will never change again.
+    pub fn seal(&self) -> Result<Vec<SegmentId>> {
+        let mut writer = self.shared.writer.lock();
+        self.shared.check_writable()?;
+        if writer.records > 0 {
+            self.shared.rotate(&mut writer)?;
+        }
+        let active = writer.active.id;
+        drop(writer);
+        Ok(self
+            .shared
+            .segments
+            .read()
+            .keys()
+            .copied()
+            .filter(|id| *id != active)
+            .collect())
+    }
+
+    /// Reads every record of a sealed segment in order.
+    ///
+    /// Batch frames are flattened into their records. Damage is reported as
+    /// [`Error::Corrupt`].
+    pub fn scan_segment(&self, id: SegmentId, visit: &mut ScanVisitor<'_>) -> Result<()> {
+        let segment = self
+            .shared
+            .segments
+            .read()
+            .get(&id)
+            .cloned()
+            .ok_or(Error::SegmentGone { segment: id })?;
+        let len = segment.flushed.load(Ordering::Acquire);
+        let end = scan::scan(
+            &*segment.file,
+            id,
+            SEGMENT_HEADER_LEN as u64,
+            len,
+            &mut |s: Scanned<'_>| visit(s.location, &s.record, s.raw),
+        )??;
+        match end {
+            scan::ScanEnd::Clean => Ok(()),
+            scan::ScanEnd::Damaged { offset, reason, .. } => Err(Error::Corrupt {
+                segment: segment.path.clone(),
+                offset,
+                reason,
+            }),
+        }
+    }
+
+    /// Starts writing compaction outputs that will replace sealed segments up to `last_input`.
+    pub fn compaction_output(&self, last_input: SegmentId) -> Result<CompactionOutput> {
+        self.shared.check_writable()?;
+        let active = SegmentId(self.shared.active_id.load(Ordering::Acquire));
+        CompactionOutput::new(self.shared.clone(), last_input, active)
+    }
+
+    /// Atomically replaces `inputs` by finished compaction outputs.
+    ///
+    /// The outputs are renamed into place and the directory fsynced; then
+    /// `swap` runs (the caller points its index at the outputs); then the
+    /// inputs are deleted, oldest first, with a directory fsync after each,
+    /// so that a crash at any step leaves a directory that replays to the
+    /// same data. A failure after the first rename poisons the log.
+    pub fn install(
+        &self,
+        outputs: OutputSegments,
+        inputs: &[SegmentId],
+        swap: impl FnOnce(),
+    ) -> Result<()> {
+        output::install(&self.shared, outputs, inputs, swap)
+    }
+
+    /// Flushes, fsyncs, writes hint files and stops the background thread.
+    ///
+    /// Further appends fail with [`Error::Closed`]. Dropping the log does the
+    /// same but ignores errors.
+    pub fn close(&self) -> Result<()> {
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let mut stop = self.shared.wake_lock.lock();
+            *stop = true;
+            self.shared.wake.notify_all();
+        }
+        if let Some(handle) = self.background.lock().take() {
+            let _ = handle.join();
+        }
+        if self.shared.poisoned.load(Ordering::Acquire) {
+            return Err(self.shared.poisoned_error());
+        }
+        self.shared.sync_now()?;
+        self.shared.write_pending_hints();
+        background::finish_active(&self.shared)
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::warn!(dir = %self.shared.dir.display(), error = %e, "closing the log failed");
+        }
+    }
+}
+
+impl Shared {
+    fn check_writable(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(self.poisoned_error());
+        }
+        Ok(())
+    }
+
+    fn poisoned_error(&self) -> Error {
+        Error::Poisoned {
+            cause: self
+                .poison_cause
+                .lock()
+                .clone()
+                .unwrap_or_else(|| "unknown failure".into()),
+        }
+    }
+
+    /// Marks the log poisoned by `err` and wakes every waiting writer.
+    pub(crate) fn poison(&self, err: std::io::Error, during: &str) -> Error {
+        let cause = format!("{during} failed: {err}");
+        tracing::error!(dir = %self.dir.display(), %cause, "log poisoned");
+        {
+            let mut slot = self.poison_cause.lock();
+            if slot.is_none() {
+                *slot = Some(cause);
+            }
+        }
+        self.poisoned.store(true, Ordering::Release);
+        let _guard = self.sync.lock();
+        self.synced.notify_all();
+        Error::Io(err)
+    }
+
+    /// Seals the active segment and starts the next one. Runs under the writer lock.
+    ///
+    /// The buffer is flushed under the tail lock; the fsync of the sealed
+    /// segment holds only the writer lock, so readers and fsync leaders go on.
+    fn rotate(&self, writer: &mut Writer) -> Result<()> {
+        let lsn = {
+            let mut tail = self.tail.lock();
+            if let Err(e) = tail.flush() {
+                return Err(self.poison(e, "write"));
+            }
+            tail.lsn
+        };
+        if let Err(e) = writer.active.file.sync_data() {
+            return Err(self.poison(e, "fsync"));
+        }
+        {
+            let mut sync = self.sync.lock();
+            sync.synced = sync.synced.max(lsn);
+        }
+        let id = SegmentId::next_active(Some(writer.active.id));
+        let next = match writer::create_segment(&*self.vfs, &self.dir, id, &id.file_name()) {
+            Ok(next) => next,
+            Err(Error::Io(e)) => return Err(self.poison(e, "creating a segment")),
+            Err(other) => return Err(other),
+        };
+        self.total_bytes
+            .fetch_add(SEGMENT_HEADER_LEN as u64, Ordering::Relaxed);
+        self.segments.write().insert(id, next.clone());
+        self.tail.lock().segment = next.clone();
+        self.active_id.store(id.0, Ordering::Release);
+        let sealed = std::mem::replace(&mut writer.active, next);
+        writer.len = SEGMENT_HEADER_LEN as u64;
+        writer.records = 0;
+        if let Some(hints) = &mut writer.hints {
+            let done = std::mem::take(hints);
+            self.pending_hints.lock().push((sealed.id, done));
+        }
+        Ok(())
+    }
+
+    fn read(&self, location: Location) -> Result<Record> {
+        let mut bytes = Vec::new();
+        let buffered = {
+            // The map's read lock is held across the positioned read instead of
+            // cloning the segment's `Arc`: one shared atomic operation fewer per
+            // read. Writers of the map (rotation, compaction) wait for it briefly.
+            let segments = self.segments.read();
+            let segment = segments.get(&location.segment).ok_or(Error::SegmentGone {
+                segment: location.segment,
+            })?;
+            if location.end() <= segment.flushed.load(Ordering::Acquire) {
+                bytes.resize(location.len as usize, 0);
+                read_exact_at(&*segment.file, &mut bytes, u64::from(location.offset))?;
+                false
+            } else {
+                true
+            }
+        };
+        if buffered {
+            let copy = self.tail.lock().read_buffered(location);
+            match copy {
+                Some(copy) => bytes = copy,
+                None => {
+                    // Flushed since the check: read it from the file.
+                    let segment = self.segments.read().get(&location.segment).cloned().ok_or(
+                        Error::SegmentGone {
+                            segment: location.segment,
+                        },
+                    )?;
+                    bytes.resize(location.len as usize, 0);
+                    read_exact_at(&*segment.file, &mut bytes, u64::from(location.offset))?;
+                }
+            }
+        }
+        let header = match record::decode(&bytes) {
+            Ok(rec) => rec.header,
+            Err(DecodeError::Checksum { stored, computed }) => {
+                return Err(Error::ChecksumMismatch {
+                    segment: location.segment,
+                    offset: location.offset,
+                    stored,
+                    computed,
+                });
+            }
+            Err(reason) => {
+                return Err(Error::BadRecord {
+                    segment: location.segment,
+                    offset: location.offset,
+                    reason,
+                });
+            }
+        };
+        Ok(Record { header, bytes })
+    }
+
+    /// Flushes and fsyncs the active segment; returns the lsn now durable.
+    fn flush_and_sync(&self) -> Result<u64> {
+        let (file, lsn) = {
+            let mut tail = self.tail.lock();
+            if self.poisoned.load(Ordering::Acquire) {
+                return Err(self.poisoned_error());
+            }
+            if let Err(e) = tail.flush() {
+                return Err(self.poison(e, "write"));
+            }
+            (tail.segment.file.clone(), tail.lsn)
+        };
+        if let Err(e) = file.sync_data() {
+            return Err(self.poison(e, "fsync"));
+        }
+        Ok(lsn)
+    }
+
+    /// Waits until every byte below `target` is durable, leading an fsync if nobody is.
+    fn wait_durable(&self, target: u64) -> Result<()> {
+        let mut state = self.sync.lock();
+        loop {
+            if self.poisoned.load(Ordering::Acquire) {
+                return Err(self.poisoned_error());
+            }
+            if state.synced >= target {
+                return Ok(());
+            }
+            if state.leader {
+                self.synced.wait(&mut state);
+                continue;
+            }
+            state.leader = true;
+            drop(state);
+            let result = self.flush_and_sync();
+            state = self.sync.lock();
+            state.leader = false;
+            if let Ok(lsn) = result {
+                state.synced = state.synced.max(lsn);
+            }
+            self.synced.notify_all();
+            result?;
+        }
+    }
+
+    fn sync(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        self.sync_now()
+    }
+
+    fn sync_now(&self) -> Result<()> {
+        let lsn = self.tail.lock().lsn;
+        self.wait_durable(lsn)
+    }
+
+    /// Writes the hint files queued for sealed segments; failures only cost speed.
+    pub(crate) fn write_pending_hints(&self) {
+        let pending = std::mem::take(&mut *self.pending_hints.lock());
+        for (id, hints) in pending {
+            if !self.segments.read().contains_key(&id) {
+                continue;
+            }
+            if let Err(e) = write_hint_file(&*self.vfs, &self.dir, id, hints.finish()) {
+                tracing::warn!(segment = %id, error = %e, "writing a hint file failed");
+            }
+        }
+    }
+}
+
+/// Writes a hint file durably: temporary name, fsync, rename, directory fsync.
+pub(crate) fn write_hint_file(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    id: SegmentId,
+    bytes: Vec<u8>,
+) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{}{}", id.hint_name(), crate::segment::TMP_SUFFIX));
+    let _ = vfs.remove(&tmp);
+    let file = vfs.open(&tmp, crate::vfs::OpenMode::CreateNew)?;
+    let written = write_all_at(&*file, &bytes, 0).and_then(|()| file.sync_data());
+    if let Err(e) = written {
+        let _ = vfs.remove(&tmp);
+        return Err(e);
+    }
+    vfs.rename(&tmp, &dir.join(id.hint_name()))?;
+    vfs.sync_dir(dir)
+}

@@ -1,0 +1,205 @@
+//! The active segment: where appends go.
+//!
+//! Two pieces of state, behind two locks. The [`Writer`] (the writer lock)
+//! decides where records go: the active segment, its length, its hint entries;
+//! appends, rotation and sealing hold it, so records get their locations, and
+//! callers' index updates run, in log order. The [`Tail`] (the tail lock)
+//! holds the write buffer of records not yet handed to the operating system
+//! and the log sequence number; appends take it briefly to encode, readers of
+//! buffered records and fsync leaders take only it. Rotation fsyncs the sealed
+//! segment holding the writer lock but not the tail lock, so neither readers
+//! nor group-commit leaders wait for that fsync.
+//!
+//! Invariants: lock order is writer, then tail; `flushed` of the tail's
+//! segment counts the bytes handed to the file and the buffer holds exactly
+//! the bytes after them, ending on a record boundary; `lsn` counts every byte
+//! ever appended to the log and only grows; every byte below an lsn read
+//! under the tail lock is in the tail's segment or in a sealed, fsynced one.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::error::{Error, Result};
+use crate::hint::{HintBuilder, HintEntry};
+use crate::log::{Entry, SegmentFile};
+use crate::record::{self, HEADER_LEN, Kind, MAX_RECORD_LEN};
+use crate::segment::{self, Location, SEGMENT_HEADER_LEN, SegmentId};
+use crate::vfs::{OpenMode, Vfs, write_all_at};
+
+/// The state behind the writer lock.
+pub(crate) struct Writer {
+    pub active: Arc<SegmentFile>,
+    /// Logical length of the active segment: flushed bytes plus the buffer.
+    pub len: u64,
+    /// Hint entries of the active segment's records, when hints are on.
+    pub hints: Option<HintBuilder>,
+    /// Number of records in the active segment.
+    pub records: u64,
+}
+
+/// The state behind the tail lock: the write buffer.
+pub(crate) struct Tail {
+    /// The segment the buffer belongs to (the active one, or the one being sealed).
+    pub segment: Arc<SegmentFile>,
+    /// Encoded records not yet written to the file.
+    pub buf: Vec<u8>,
+    /// Bytes appended to the log since it was opened (the log sequence number).
+    pub lsn: u64,
+}
+
+impl Tail {
+    pub fn new(segment: Arc<SegmentFile>) -> Tail {
+        Tail {
+            segment,
+            buf: Vec::new(),
+            lsn: 0,
+        }
+    }
+
+    /// Hands the buffer to the file.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let at = self.segment.flushed.load(Ordering::Acquire);
+        write_all_at(&*self.segment.file, &self.buf, at)?;
+        self.segment
+            .flushed
+            .store(at + self.buf.len() as u64, Ordering::Release);
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Copies a record that is still in the buffer.
+    pub fn read_buffered(&self, location: Location) -> Option<Vec<u8>> {
+        if location.segment != self.segment.id {
+            return None;
+        }
+        let flushed = self.segment.flushed.load(Ordering::Acquire);
+        let from = u64::from(location.offset).checked_sub(flushed)? as usize;
+        self.buf
+            .get(from..from + location.len as usize)
+            .map(<[u8]>::to_vec)
+    }
+}
+
+impl Writer {
+    pub fn new(active: Arc<SegmentFile>, write_hints: bool) -> Writer {
+        let len = active.flushed.load(Ordering::Acquire);
+        Writer {
+            active,
+            len,
+            hints: write_hints.then(HintBuilder::new),
+            records: 0,
+        }
+    }
+
+    /// The encoded length of appending `entries` (one record, or a batch frame).
+    pub fn frame_len(entries: &[Entry<'_>]) -> Result<u64> {
+        let inner: u64 = entries
+            .iter()
+            .map(|e| record::encoded_len(e.key, e.value))
+            .sum();
+        let total = if entries.len() == 1 {
+            inner
+        } else {
+            inner + HEADER_LEN as u64
+        };
+        // The frame must also fit after a segment header with 32-bit offsets.
+        if total > MAX_RECORD_LEN - SEGMENT_HEADER_LEN as u64 {
+            return Err(Error::TooLarge {
+                what: if entries.len() == 1 {
+                    "record"
+                } else {
+                    "batch"
+                },
+                len: total,
+                max: MAX_RECORD_LEN - SEGMENT_HEADER_LEN as u64,
+            });
+        }
+        for entry in entries {
+            if entry.kind == Kind::Batch {
+                return Err(Error::InvalidOptions(
+                    "a batch frame cannot be appended as an entry".into(),
+                ));
+            }
+        }
+        Ok(total)
+    }
+
+    /// Encodes `entries` into the tail's buffer and returns their locations.
+    ///
+    /// The caller has checked the frame length and rotated if needed.
+    pub fn encode(
+        &mut self,
+        tail: &mut Tail,
+        entries: &[Entry<'_>],
+        frame_len: u64,
+        locations: &mut Vec<Location>,
+    ) {
+        let segment = self.active.id;
+        let base = self.len;
+        let buf = &mut tail.buf;
+        let start = buf.len();
+        let batch = entries.len() > 1;
+        let frame_start = if batch {
+            Some(record::begin_batch(buf))
+        } else {
+            None
+        };
+        for entry in entries {
+            let offset = base + (buf.len() - start) as u64;
+            let len = record::encode_into(
+                buf,
+                entry.kind,
+                entry.key,
+                entry.value,
+                entry.version,
+                entry.expires_at,
+            );
+            let location = Location {
+                segment,
+                offset: offset as u32,
+                len: len as u32,
+            };
+            if let Some(hints) = &mut self.hints {
+                hints.push(&HintEntry {
+                    kind: entry.kind,
+                    key: entry.key,
+                    offset: location.offset,
+                    len: location.len,
+                    version: entry.version,
+                    expires_at: entry.expires_at,
+                });
+            }
+            locations.push(location);
+        }
+        if let Some(frame_start) = frame_start {
+            record::finish_batch(buf, frame_start, entries.len() as u64);
+        }
+        self.len += frame_len;
+        tail.lsn += frame_len;
+        self.records += entries.len() as u64;
+    }
+}
+
+/// Creates a new, empty segment file with its header, durably.
+pub(crate) fn create_segment(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    id: SegmentId,
+    name: &str,
+) -> Result<Arc<SegmentFile>> {
+    let path = dir.join(name);
+    let file = vfs.open(&path, OpenMode::CreateNew)?;
+    write_all_at(&*file, &segment::encode_header(), 0)?;
+    file.sync_data()?;
+    vfs.sync_dir(dir)?;
+    Ok(Arc::new(SegmentFile::new(
+        id,
+        dir.join(id.file_name()),
+        file,
+        SEGMENT_HEADER_LEN as u64,
+    )))
+}

@@ -1,0 +1,62 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata_engine::{AppendOperator, FsyncPolicy, ManualClock, Options, SimVfs};
+
+/// The directory used inside simulated file systems.
+pub fn sim_dir() -> PathBuf {
+    PathBuf::from("/db")
+}
+
+/// Options for a small store on a simulated file system.
+pub fn sim_options(vfs: &SimVfs, clock: &ManualClock) -> Options {
+    Options::default()
+        .with_vfs(Arc::new(vfs.clone()))
+        .with_clock(Arc::new(clock.clone()))
+        .with_fsync(FsyncPolicy::Always)
+        .with_segment_size(4096)
+        .with_write_buffer_size(0)
+        .with_compaction(None)
+        .with_merge_operator(Arc::new(AppendOperator))
+}
+
+/// Options for a store on the real file system.
+pub fn disk_options() -> Options {
+    Options::default()
+        .with_segment_size(64 << 10)
+        .with_compaction(None)
+        .with_merge_operator(Arc::new(AppendOperator))
+}
+
+/// Names of the segment files in `dir`, sorted.
+pub fn segment_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Removes every hint file in `dir`, so opening scans the segments.
+pub fn remove_hints(dir: &Path) {
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "hint") {
+            std::fs::remove_file(path).expect("remove hint");
+        }
+    }
+}
+
+/// A key of a fixed shape.
+pub fn key(i: u64) -> Vec<u8> {
+    format!("key-{i:08}").into_bytes()
+}
+
+/// A value derived from a key index and a round.
+pub fn value(i: u64, round: u64) -> Vec<u8> {
+    format!("value-{i}-{round}-{}", "x".repeat((i % 50) as usize)).into_bytes()
+}

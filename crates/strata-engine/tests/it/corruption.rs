@@ -1,0 +1,158 @@
+//! Damaged files: corruption is named by file and offset, repair keeps the
+//! intact prefix, a torn tail is truncated.
+
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use strata_engine::{Engine, Error};
+
+use crate::common::{disk_options, key, remove_hints, segment_files};
+
+const RECORD: u64 = 32 + 12 + 100;
+const HEADER: u64 = 16;
+
+fn fill(dir: &Path, count: u64) {
+    let engine = Engine::open(dir, disk_options()).unwrap();
+    for i in 0..count {
+        engine.put(&key(i), &[b'v'; 100]).unwrap();
+    }
+    engine.close().unwrap();
+}
+
+fn flip(path: &Path, offset: u64) {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, offset).unwrap();
+    byte[0] ^= 0x5a;
+    file.write_all_at(&byte, offset).unwrap();
+}
+
+#[test]
+fn a_flipped_byte_mid_segment_names_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 1_000);
+    remove_hints(dir.path());
+    let first = segment_files(dir.path())[0].clone();
+    flip(&first, HEADER + 10 * RECORD + 60);
+    let err = Engine::open(dir.path(), disk_options()).unwrap_err();
+    match &err {
+        Error::Corrupt {
+            segment, offset, ..
+        } => {
+            assert_eq!(segment, &first);
+            assert_eq!(*offset, HEADER + 10 * RECORD);
+        }
+        other => panic!("expected Corrupt, got {other}"),
+    }
+    assert!(err.is_corruption());
+    let text = err.to_string();
+    assert!(
+        text.contains(&first.display().to_string()) && text.contains("1456"),
+        "{text}"
+    );
+}
+
+#[test]
+fn damage_in_the_last_segment_before_intact_records_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 100);
+    remove_hints(dir.path());
+    let last = segment_files(dir.path()).last().unwrap().clone();
+    flip(&last, HEADER + 50 * RECORD + 40);
+    let err = Engine::open(dir.path(), disk_options()).unwrap_err();
+    assert!(
+        matches!(err, Error::Corrupt { offset, .. } if offset == HEADER + 50 * RECORD),
+        "{err}"
+    );
+}
+
+#[test]
+fn repair_keeps_the_intact_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 1_000);
+    remove_hints(dir.path());
+    let segments = segment_files(dir.path());
+    assert!(segments.len() >= 3);
+    flip(&segments[0], HEADER + 10 * RECORD + 60);
+    let engine = Engine::open(dir.path(), disk_options().with_repair(true)).unwrap();
+    for i in 0..10 {
+        assert!(engine.contains(&key(i)), "key {i} of the prefix is lost");
+    }
+    for i in 10..1_000 {
+        assert!(
+            !engine.contains(&key(i)),
+            "key {i} after the damage survived"
+        );
+    }
+    engine.put(b"new", b"write").unwrap();
+    engine.close().unwrap();
+    let dropped = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".dropped")
+        })
+        .count();
+    assert_eq!(dropped, segments.len() - 1, "later segments are set aside");
+    let engine = Engine::open(dir.path(), disk_options()).unwrap();
+    assert!(engine.contains(&key(9)));
+    assert!(engine.contains(b"new"));
+}
+
+#[test]
+fn a_torn_tail_is_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 100);
+    remove_hints(dir.path());
+    let last = segment_files(dir.path()).last().unwrap().clone();
+    let len = std::fs::metadata(&last).unwrap().len();
+    assert_eq!(len, HEADER + 100 * RECORD);
+    // Cut the last record short.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&last)
+        .unwrap()
+        .set_len(len - 30)
+        .unwrap();
+    let engine = Engine::open(dir.path(), disk_options()).unwrap();
+    for i in 0..99 {
+        assert!(engine.contains(&key(i)));
+    }
+    assert!(!engine.contains(&key(99)));
+    assert_eq!(
+        std::fs::metadata(&last).unwrap().len(),
+        HEADER + 99 * RECORD
+    );
+    drop(engine);
+
+    // A garbage tail shorter than a header is torn as well.
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&last)
+        .unwrap();
+    use std::io::Write;
+    (&file).write_all(&[0xab; 7]).unwrap();
+    let engine = Engine::open(dir.path(), disk_options()).unwrap();
+    assert!(engine.contains(&key(98)));
+}
+
+#[test]
+fn a_damaged_record_read_through_a_hint_is_a_checksum_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 100);
+    let last = segment_files(dir.path()).last().unwrap().clone();
+    flip(&last, HEADER + 5 * RECORD + 100);
+    // The hint lets the store open without reading values...
+    let engine = Engine::open(dir.path(), disk_options()).unwrap();
+    // ...and the damage shows when the value is read.
+    let err = engine.get(&key(5)).unwrap_err();
+    assert!(matches!(err, Error::ChecksumMismatch { .. }), "{err}");
+    assert!(engine.get(&key(6)).unwrap().is_some());
+}

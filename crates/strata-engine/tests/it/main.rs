@@ -1,0 +1,13 @@
+//! Integration tests of strata-engine: one binary, one module per concern.
+
+#![allow(clippy::unwrap_used)]
+
+mod api;
+mod common;
+mod compaction;
+mod concurrency;
+mod corruption;
+mod crash;
+mod faults;
+mod kill9;
+mod model;

@@ -13,6 +13,7 @@ use strata_keyspace::{Db, Entry, Keyspace, Shard, Str, Ttl, Value};
 use strata_resp::ReplyWriter;
 
 use crate::conn::ConnState;
+use crate::effects::{LogRule, Record, RecordKind};
 use crate::error::CmdError;
 use crate::server::Server;
 use crate::table::Command;
@@ -34,6 +35,15 @@ pub struct Keys<'a> {
     pub ready: Vec<(usize, Vec<u8>)>,
     /// Whether to collect `ready` keys at all.
     pub track_ready: bool,
+    /// Whether changes are logged (persistence on): then `changed` keys become
+    /// [`Record`]s after each command.
+    pub logging: bool,
+    /// Keys changed by the command running, as (database, key), in first-change order.
+    changed_keys: Vec<(usize, Vec<u8>)>,
+    /// Operations a handler gave explicitly, as (database, key, argv).
+    explicit_ops: Vec<(usize, Vec<u8>, Vec<Vec<u8>>)>,
+    /// Records of the commands run so far, for the log.
+    pub records: Vec<Record>,
 }
 
 impl<'a> Keys<'a> {
@@ -47,6 +57,10 @@ impl<'a> Keys<'a> {
             all: false,
             ready: Vec::new(),
             track_ready: false,
+            logging: false,
+            changed_keys: Vec::new(),
+            explicit_ops: Vec::new(),
+            records: Vec::new(),
         }
     }
 
@@ -223,6 +237,7 @@ impl<'a> Keys<'a> {
         self.dirty += 1;
         let (_, db) = self.db_for(key);
         db.touch(key);
+        self.note_changed(self.db, key);
     }
 
     /// [`Keys::changed`] for a key of another database (COPY ... DB, MOVE).
@@ -230,6 +245,63 @@ impl<'a> Keys<'a> {
         self.dirty += 1;
         let (_, d) = self.other_db_for(db, key);
         d.touch(key);
+        self.note_changed(db, key);
+    }
+
+    fn note_changed(&mut self, db: usize, key: &[u8]) {
+        if self.logging && !self.changed_keys.iter().any(|(d, k)| *d == db && k == key) {
+            self.changed_keys.push((db, key.to_vec()));
+        }
+    }
+
+    /// Logs this change to `key` as the replay of `argv` (a deterministic command on
+    /// that key alone) instead of what the table's rule would give: for commands
+    /// whose own arguments do not replay (SPOP as SREM of the members popped, a
+    /// blocking pop as the plain pop on the key served, a move as pop and push).
+    pub fn log_op<B: AsRef<[u8]>>(&mut self, key: &[u8], argv: &[B]) {
+        if self.logging {
+            let argv = argv.iter().map(|a| a.as_ref().to_vec()).collect();
+            self.explicit_ops.push((self.db, key.to_vec(), argv));
+            self.note_changed(self.db, key);
+        }
+    }
+
+    /// Logs a change to a whole database (FLUSHDB, FLUSHALL, SWAPDB).
+    pub fn log_special(&mut self, kind: RecordKind) {
+        self.log_special_in(self.db, kind);
+    }
+
+    /// [`Keys::log_special`] for database `db`.
+    pub fn log_special_in(&mut self, db: usize, kind: RecordKind) {
+        if self.logging {
+            self.records.push(Record {
+                db,
+                key: Vec::new(),
+                kind,
+            });
+        }
+    }
+
+    /// Turns the keys the last command changed into records (see
+    /// [`crate::effects`]); called after each command, with its locks still held.
+    pub fn finish_command(&mut self, rule: LogRule, argv: &[&[u8]]) {
+        if self.changed_keys.is_empty() {
+            return;
+        }
+        let now = self.now_ms;
+        let changed = std::mem::take(&mut self.changed_keys);
+        let mut explicit = std::mem::take(&mut self.explicit_ops);
+        for (db_index, key) in changed {
+            let ops: Vec<Vec<Vec<u8>>> = explicit
+                .iter()
+                .filter(|(d, k, _)| *d == db_index && *k == key)
+                .map(|(_, _, op)| op.clone())
+                .collect();
+            explicit.retain(|(d, k, _)| !(*d == db_index && *k == key));
+            let (_, db) = self.other_db_for(db_index, &key);
+            let records = crate::effects::record_for(db_index, db, &key, now, rule, argv, &ops);
+            self.records.extend(records);
+        }
     }
 
     /// Runs `f` on one shard: a shard already held is used as is; otherwise it is

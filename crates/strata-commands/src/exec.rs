@@ -30,6 +30,8 @@ pub struct Outcome {
     pub dirty: u64,
     /// Keys that may now satisfy blocked clients, as (database, key).
     pub ready: Vec<(usize, Vec<u8>)>,
+    /// The log sequence the reply must wait for to be durable, if any.
+    pub durable: Option<u64>,
 }
 
 impl Outcome {
@@ -40,6 +42,7 @@ impl Outcome {
             failed: true,
             dirty: 0,
             ready: Vec::new(),
+            durable: None,
         }
     }
 }
@@ -152,7 +155,22 @@ pub fn execute(
             failed: false,
             dirty: 0,
             ready: Vec::new(),
+            durable: None,
         };
+    }
+    if server.loading() && !cmd.flags.contains(Flags::LOADING) {
+        return reject(
+            ks,
+            conn,
+            out,
+            Some(cmd),
+            b"LOADING Redis is loading the dataset in memory",
+        );
+    }
+    if (cmd.is_write() || (cmd.name == "ping" && cmd.parent.is_none()))
+        && let Some(e) = server.write_error()
+    {
+        return reject(ks, conn, out, Some(cmd), e.as_bytes());
     }
     run(server, ks, conn, out, cmd, argv, now_ms)
 }
@@ -202,6 +220,7 @@ pub fn run(
     };
     let mut keys = Keys::new(ks, conn.db, now_ms);
     keys.track_ready = server.has_blocked_clients();
+    keys.logging = server.logging();
     lock_for(&mut keys, cmd, argv);
     let proto = conn.proto;
     let start = out.len();
@@ -213,9 +232,25 @@ pub fn run(
         cmd,
     };
     let result = handler(&mut ctx, argv);
+    ctx.keys.finish_command(cmd.log_rule, argv);
     let dirty = ctx.keys.dirty;
     let ready = std::mem::take(&mut ctx.keys.ready);
+    let records = std::mem::take(&mut ctx.keys.records);
+    // Logged while the command's shard locks are still held, so that the log's order
+    // of changes to a key is the order in which they happened.
+    let logged = if records.is_empty() {
+        Ok(None)
+    } else {
+        server.log(records)
+    };
     drop(ctx);
+    let (result, durable) = match logged {
+        Ok(durable) => (result, durable),
+        Err(e) => {
+            out.truncate(start);
+            (Err(CmdError::coded(e)), None)
+        }
+    };
     let failed = match result {
         Ok(()) => out.get(start) == Some(&b'-'),
         Err(e) => {
@@ -239,6 +274,7 @@ pub fn run(
         failed,
         dirty,
         ready,
+        durable,
     }
 }
 

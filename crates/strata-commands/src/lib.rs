@@ -12,6 +12,7 @@
 
 pub mod conn;
 pub mod ctx;
+pub mod effects;
 pub mod error;
 pub mod exec;
 pub mod families;

@@ -80,4 +80,29 @@ pub trait Server: Send + Sync {
     /// Whether any client is blocked waiting for a key (so commands report the keys
     /// they make ready).
     fn has_blocked_clients(&self) -> bool;
+
+    /// Whether changes are logged (persistence on and the dataset loaded).
+    fn logging(&self) -> bool {
+        false
+    }
+
+    /// Appends one command's (or transaction's) records to the log, as one atomic
+    /// batch. Called with the command's shard locks held, so it must not wait for
+    /// the disk. Returns the sequence number a reply must wait for to be durable
+    /// (`appendfsync always`), or the error text to reply with (MISCONF ...).
+    fn log(&self, records: Vec<crate::effects::Record>) -> Result<Option<u64>, String> {
+        let _ = records;
+        Ok(None)
+    }
+
+    /// The error write commands get while the log cannot be written (Redis's MISCONF).
+    fn write_error(&self) -> Option<String> {
+        None
+    }
+
+    /// Whether the dataset is still being loaded (commands without the `loading` flag
+    /// answer LOADING).
+    fn loading(&self) -> bool {
+        false
+    }
 }

@@ -53,6 +53,8 @@ pub struct Command {
     /// Whether the command reads or writes keys its key specs do not name (KEYS,
     /// FLUSHALL, INFO...): a transaction containing it locks every shard.
     pub touches_all: bool,
+    /// How its changes are best logged (see [`crate::effects`]).
+    pub log_rule: crate::effects::LogRule,
 }
 
 impl std::fmt::Debug for Command {
@@ -84,6 +86,7 @@ impl Command {
         parent: None,
         id: 0,
         touches_all: false,
+        log_rule: crate::effects::LogRule::Value,
     };
 
     /// `container|sub` for subcommands, else the name.

@@ -16,7 +16,8 @@ use crate::record::Kind;
 pub struct WriteMeta {
     /// The version stored with the record.
     pub version: Option<u64>,
-    /// Absolute expiry in Unix milliseconds.
+    /// Absolute expiry in Unix milliseconds (`Some(0)`: none); `None` on a merge keeps
+    /// the key's current expiry.
     pub expires_at: Option<u64>,
 }
 
@@ -32,10 +33,17 @@ impl WriteMeta {
         self
     }
 
-    /// Sets the absolute expiry in Unix milliseconds.
+    /// Sets the absolute expiry in Unix milliseconds; 0 means none, which on a merge
+    /// removes the key's current expiry (see [`WriteMeta::without_expiry`]).
     pub fn with_expiry(mut self, expires_at_ms: u64) -> WriteMeta {
         self.expires_at = Some(expires_at_ms);
         self
+    }
+
+    /// No expiry: on a put the same as giving none; on a merge it removes the key's
+    /// current expiry, where giving none would keep it.
+    pub fn without_expiry(self) -> WriteMeta {
+        self.with_expiry(0)
     }
 }
 

@@ -106,13 +106,10 @@ struct Op<'a> {
     meta: WriteMeta,
 }
 
+/// The expiry stored for a write: 0 ("never" on disk) when none is given or when the
+/// caller asks for none ([`WriteMeta::without_expiry`]).
 fn expiry(meta: Option<u64>) -> u64 {
-    match meta {
-        None => 0,
-        // 0 means "never" on disk; an expiry at the epoch is simply in the past.
-        Some(0) => 1,
-        Some(at) => at,
-    }
+    meta.unwrap_or(0)
 }
 
 impl Engine {

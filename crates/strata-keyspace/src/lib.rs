@@ -20,6 +20,7 @@ pub mod glob;
 pub mod keyspace;
 pub mod list;
 pub mod pack;
+pub mod serialize;
 pub mod value;
 pub mod zset;
 

@@ -31,7 +31,8 @@ use crate::state::{ServerState, unix_ms};
 
 enum WaiterState {
     Waiting,
-    Served(Vec<u8>),
+    /// The reply, and the log batch it must wait for to be durable.
+    Served(Vec<u8>, Option<u64>),
     Cancelled,
 }
 
@@ -66,11 +67,11 @@ impl Waiter {
         })
     }
 
-    /// The reply, once served.
-    pub fn take_reply(&self) -> Option<Vec<u8>> {
+    /// The reply (and the log batch it waits for), once served.
+    pub fn take_reply(&self) -> Option<(Vec<u8>, Option<u64>)> {
         let mut state = self.state.lock();
         match std::mem::replace(&mut *state, WaiterState::Cancelled) {
-            WaiterState::Served(reply) => Some(reply),
+            WaiterState::Served(reply, durable) => Some((reply, durable)),
             other => {
                 *state = other;
                 None
@@ -87,7 +88,7 @@ impl Waiter {
                 true
             }
             WaiterState::Cancelled => true,
-            WaiterState::Served(_) => false,
+            WaiterState::Served(..) => false,
         }
     }
 }
@@ -177,7 +178,7 @@ impl Blocking {
             // leaves blocked clients waiting through).
             return None;
         }
-        *state = WaiterState::Served(out);
+        *state = WaiterState::Served(out, outcome.durable);
         drop(state);
         self.unregister(w);
         w.notify.notify_one();

@@ -106,6 +106,8 @@ async fn run(
     let mut out: Vec<u8> = Vec::with_capacity(BUF_SIZE);
     let mut shutdown = state.shutdown_signal();
     let mut last_activity = Instant::now();
+    // The last log batch whose durability the replies in `out` wait for.
+    let mut durable: u64 = 0;
     loop {
         if info.is_killed() || *shutdown.borrow() {
             return Ok(());
@@ -131,9 +133,10 @@ async fn run(
         state.stats.net(n as u64, 0);
         let mut close = false;
         loop {
-            match step(state, conn, &mut parser, &mut inbuf, &mut out) {
+            match step(state, conn, &mut parser, &mut inbuf, &mut out, &mut durable) {
                 Step::Ran => {
                     if out.len() >= FLUSH_AT {
+                        wait_durable(state, &mut durable).await?;
                         flush(state, stream, &mut out).await?;
                     }
                 }
@@ -143,6 +146,7 @@ async fn run(
                     break;
                 }
                 Step::Block(waiter, timeout) => {
+                    wait_durable(state, &mut durable).await?;
                     flush(state, stream, &mut out).await?;
                     let wait = Park {
                         state,
@@ -154,7 +158,12 @@ async fn run(
                         .park(stream, &mut inbuf, &waiter, timeout, conn.proto)
                         .await?
                     {
-                        Some(reply) => out.extend_from_slice(&reply),
+                        Some((reply, served_durable)) => {
+                            if let Some(n) = served_durable {
+                                durable = durable.max(n);
+                            }
+                            out.extend_from_slice(&reply);
+                        }
                         None => return Ok(()),
                     }
                 }
@@ -170,6 +179,7 @@ async fn run(
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         info.qbuf_free
             .store(inbuf.capacity() - inbuf.len(), Ordering::Relaxed);
+        wait_durable(state, &mut durable).await?;
         flush(state, stream, &mut out).await?;
         if close {
             return Ok(());
@@ -196,6 +206,7 @@ fn step(
     parser: &mut RequestParser,
     inbuf: &mut BytesMut,
     out: &mut Vec<u8>,
+    durable: &mut u64,
 ) -> Step {
     let parsed = match parser.parse(inbuf) {
         Ok(p) => p,
@@ -249,6 +260,9 @@ fn step(
     let info = &conn.info;
     info.last_interaction_ms.store(now, Ordering::Relaxed);
     parser.set_authenticated(conn.authenticated);
+    if let Some(n) = outcome.durable {
+        *durable = (*durable).max(n);
+    }
     if !outcome.ready.is_empty() {
         state.blocking.serve_ready(state, outcome.ready);
     }
@@ -280,7 +294,7 @@ impl Park<'_> {
         waiter: &Arc<Waiter>,
         timeout: Option<Duration>,
         proto: strata_resp::Protocol,
-    ) -> std::io::Result<Option<Vec<u8>>> {
+    ) -> std::io::Result<Option<(Vec<u8>, Option<u64>)>> {
         let blocking = &self.state.blocking;
         blocking.register(waiter);
         self.info.blocked.store(true, Ordering::Relaxed);
@@ -302,7 +316,7 @@ impl Park<'_> {
                 _ = waiter.notify.notified() => {}
                 _ = sleep_until_or_never(deadline) => {
                     if waiter.cancel() {
-                        break Some(crate::blocking::timeout_reply(proto).to_vec());
+                        break Some((crate::blocking::timeout_reply(proto).to_vec(), None));
                     }
                 }
                 r = stream.read_buf(inbuf), if !eof => {
@@ -321,6 +335,21 @@ impl Park<'_> {
         self.info.blocked.store(false, Ordering::Relaxed);
         Ok(result)
     }
+}
+
+/// Under `appendfsync always`, holds the replies until the log batches they report
+/// are durable; a failed sync closes the connection instead of acknowledging.
+async fn wait_durable(state: &ServerState, durable: &mut u64) -> std::io::Result<()> {
+    if *durable == 0 {
+        return Ok(());
+    }
+    let n = std::mem::take(durable);
+    if let Some(p) = state.persist.get()
+        && !p.is_synced(n)
+    {
+        p.wait_synced(n).await.map_err(std::io::Error::other)?;
+    }
+    Ok(())
 }
 
 async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {

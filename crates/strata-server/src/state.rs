@@ -42,6 +42,13 @@ pub struct ServerState {
     errors: Mutex<BTreeMap<String, u64>>,
     /// Clients blocked on keys.
     pub blocking: crate::blocking::Blocking,
+    /// The durable store, once opened (when `appendonly` is on).
+    pub persist: std::sync::OnceLock<Arc<crate::persist::Persistence>>,
+    /// Whether the dataset is still being loaded: commands without the `loading`
+    /// flag answer LOADING until it is.
+    pub loading: AtomicBool,
+    /// Set when start-up failed after the listeners opened: the process exits non-zero.
+    pub failed: AtomicBool,
 }
 
 pub fn unix_ms() -> u64 {
@@ -91,6 +98,9 @@ impl ServerState {
             peak_memory: AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
             blocking: Default::default(),
+            persist: std::sync::OnceLock::new(),
+            loading: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
         })
     }
 
@@ -262,5 +272,24 @@ impl Server for ServerState {
 
     fn has_blocked_clients(&self) -> bool {
         self.blocking.blocked() > 0
+    }
+
+    fn logging(&self) -> bool {
+        self.persist.get().is_some() && !self.loading.load(Ordering::Acquire)
+    }
+
+    fn log(&self, records: Vec<strata_commands::effects::Record>) -> Result<Option<u64>, String> {
+        match self.persist.get() {
+            Some(p) => p.log(&records, unix_ms()),
+            None => Ok(None),
+        }
+    }
+
+    fn write_error(&self) -> Option<String> {
+        self.persist.get().and_then(|p| p.write_error())
+    }
+
+    fn loading(&self) -> bool {
+        self.loading.load(Ordering::Acquire)
     }
 }

@@ -363,6 +363,10 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ctx.keys.lock_all();
     ctx.keys
         .for_each_shard(|shard| shard.swap_dbs(a as usize, b as usize));
+    ctx.keys.log_special_in(
+        a as usize,
+        crate::effects::RecordKind::SwapDb { other: b as usize },
+    );
     ctx.keys.dirty += 1;
     ctx.out.ok();
     Ok(())

@@ -33,6 +33,7 @@ const fn expire_cmd(
         since,
         complexity: "O(1)",
         handler: Some(handler),
+        log_rule: crate::effects::LogRule::Expiry,
         ..GENERIC
     }
 }
@@ -252,6 +253,7 @@ pub const COMMANDS: &[Command] = &[
     ),
     Command {
         name: "persist",
+        log_rule: crate::effects::LogRule::Expiry,
         arity: 2,
         flags: flags!(WRITE, FAST),
         key_specs: &[KeySpec::single(1, kf!(RW, UPDATE))],

@@ -54,6 +54,7 @@ const PUSH_COMPLEXITY: &str = "O(1) for each element added, so O(N) to add N ele
 pub const COMMANDS: &[Command] = &[
     Command {
         name: "lpush",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -3,
         flags: flags!(WRITE, DENYOOM, FAST),
         key_specs: KEY_INSERT,
@@ -64,6 +65,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "rpush",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -3,
         flags: flags!(WRITE, DENYOOM, FAST),
         key_specs: KEY_INSERT,
@@ -74,6 +76,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "lpushx",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -3,
         flags: flags!(WRITE, DENYOOM, FAST),
         key_specs: KEY_INSERT,
@@ -85,6 +88,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "rpushx",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -3,
         flags: flags!(WRITE, DENYOOM, FAST),
         key_specs: KEY_INSERT,
@@ -96,6 +100,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "lpop",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -2,
         flags: flags!(WRITE, FAST),
         key_specs: KEY_POP,
@@ -106,6 +111,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "rpop",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -2,
         flags: flags!(WRITE, FAST),
         key_specs: KEY_POP,
@@ -146,6 +152,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "lset",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 4,
         flags: flags!(WRITE, DENYOOM),
         key_specs: &[KeySpec::single(1, kf!(RW, UPDATE))],
@@ -156,6 +163,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "linsert",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 5,
         flags: flags!(WRITE, DENYOOM),
         key_specs: KEY_INSERT,
@@ -167,6 +175,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "lrem",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 4,
         flags: flags!(WRITE),
         key_specs: &[KeySpec::single(1, kf!(RW, DELETE))],
@@ -177,6 +186,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "ltrim",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 4,
         flags: flags!(WRITE),
         key_specs: &[KeySpec::single(1, kf!(RW, DELETE))],
@@ -777,6 +787,9 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
         to.push(list, &value);
         ctx.keys.changed(dst, to.push_event());
         ctx.keys.changed(src, from.pop_event());
+        ctx.keys.log_op(src, &[from.pop_event().as_bytes(), src]);
+        ctx.keys
+            .log_op(src, &[to.push_event().as_bytes(), src, &value]);
         ctx.keys.ready(dst);
         ctx.out.bulk(&value);
         return Ok(());
@@ -803,6 +816,9 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     ctx.keys.changed(dst, to.push_event());
     ctx.keys.ready(dst);
     ctx.keys.changed(src, from.pop_event());
+    ctx.keys.log_op(src, &[from.pop_event().as_bytes(), src]);
+    ctx.keys
+        .log_op(dst, &[to.push_event().as_bytes(), dst, &value]);
     remove_if_empty(ctx, src, empty);
     ctx.out.bulk(&value);
     Ok(())
@@ -868,6 +884,9 @@ fn mpop(ctx: &mut Ctx, m: &Mpop) -> Result<bool, CmdError> {
         m.end.pop_many(&mut ctx.out, list, n);
         let empty = list.is_empty();
         changed_elements(ctx, key, m.end.pop_event(), n);
+        let count = n.to_string();
+        ctx.keys
+            .log_op(key, &[m.end.pop_event().as_bytes(), key, count.as_bytes()]);
         remove_if_empty(ctx, key, empty);
         return Ok(true);
     }
@@ -899,6 +918,7 @@ fn bpop_generic(ctx: &mut Ctx, args: &[&[u8]], end: End) -> CmdResult {
         ctx.out.bulk(key);
         ctx.out.bulk(&value);
         ctx.keys.changed(key, end.pop_event());
+        ctx.keys.log_op(key, &[end.pop_event().as_bytes(), key]);
         remove_if_empty(ctx, key, empty);
         return Ok(());
     }

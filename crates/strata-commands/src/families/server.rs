@@ -210,6 +210,7 @@ fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     });
     ctx.server.free_later(detached);
+    ctx.keys.log_special(crate::effects::RecordKind::FlushDb);
     ctx.keys.dirty += removed.max(1);
     ctx.out.ok();
     Ok(())
@@ -224,6 +225,7 @@ fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ctx.keys.release();
     let removed: u64 = detached.iter().map(|d| d.len() as u64).sum();
     ctx.server.free_later(detached);
+    ctx.keys.log_special(crate::effects::RecordKind::FlushAll);
     ctx.keys.dirty += removed.max(1);
     ctx.out.ok();
     Ok(())

@@ -94,6 +94,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "getex",
+        log_rule: crate::effects::LogRule::Expiry,
         arity: -2,
         flags: flags!(WRITE, FAST),
         key_specs: &[KeySpec::single(1, kf!(RW, ACCESS, UPDATE))
@@ -195,6 +196,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "append",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 3,
         flags: flags!(WRITE, DENYOOM, FAST),
         key_specs: &[KeySpec::single(1, kf!(RW, INSERT))],
@@ -239,6 +241,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "setrange",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 4,
         flags: flags!(WRITE, DENYOOM),
         key_specs: &[KeySpec::single(1, kf!(RW, UPDATE))],

@@ -187,6 +187,7 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
             ctx.out.buffer().truncate(start);
             ctx.out.error(e.to_string().as_bytes());
         }
+        ctx.keys.finish_command(cmd.log_rule, args);
         // A queued command's SELECT applies to the commands after it.
         ctx.keys.db = ctx.conn.db;
     }

@@ -252,6 +252,8 @@ fn strerror(error: &std::io::Error) -> String {
     }
 }
 
+/// The working directory: created if missing (unlike Redis, so that the built-in
+/// default `./data` works on a fresh checkout); anything else there is an error.
 fn set_dir(config: &mut Config, value: String) -> Result<(), String> {
     match std::fs::metadata(&value) {
         Ok(meta) if meta.is_dir() => {
@@ -259,6 +261,11 @@ fn set_dir(config: &mut Config, value: String) -> Result<(), String> {
             Ok(())
         }
         Ok(_) => Err("Not a directory".to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(&value).map_err(|e| strerror(&e))?;
+            config.dir = PathBuf::from(value);
+            Ok(())
+        }
         Err(e) => Err(strerror(&e)),
     }
 }
@@ -533,7 +540,7 @@ static DIRECTIVES: &[Directive] = &[
         name: "dir",
         alias: None,
         mutability: Protected,
-        summary: "The working directory, where data files are kept; it must exist.",
+        summary: "The working directory, where data files are kept; created if missing.",
         kind: Kind::Str {
             get: |c| c.dir.to_string_lossy().into_owned(),
             set: set_dir,
@@ -1299,8 +1306,10 @@ mod tests {
             "dbfilename can't be a path, just a filename"
         );
         assert_eq!(set_err("dbfilename", ""), "dbfilename can't be empty");
+        // A missing directory is created (the default ./data must work anywhere); one
+        // that cannot be created is an error.
         assert_eq!(
-            set_err("dir", "/nonexistent/strata"),
+            set_err("dir", "/proc/strata-cannot-exist/x"),
             "No such file or directory"
         );
         let file = std::env::current_exe().expect("test binary path");

@@ -33,9 +33,9 @@ pub use parse::{ConfigSource, Invocation, from_args, usage, version};
 
 use directives::Phase;
 
-/// Whether `appendonly` is on by default. Persistence is not implemented yet, so it is
-/// off; this is the one place to change when it is.
-pub const DEFAULT_APPENDONLY: bool = false;
+/// Whether `appendonly` is on by default: it is, so that a plain start keeps its data
+/// (`appendonly no` gives a purely in-memory server).
+pub const DEFAULT_APPENDONLY: bool = true;
 
 /// Defines an enum directive's value type with its Redis names, in Redis's order (the
 /// order its "must be one of the following" error lists them).
@@ -358,7 +358,7 @@ impl Default for Config {
             tcp_backlog: 511,
             tcp_keepalive: 300,
             timeout: 0,
-            dir: PathBuf::from("."),
+            dir: PathBuf::from("./data"),
             databases: 16,
             maxclients: 10_000,
             hz: 10,
@@ -635,7 +635,7 @@ mod tests {
             ("tcp-backlog", "511"),
             ("tcp-keepalive", "300"),
             ("timeout", "0"),
-            ("dir", "."),
+            ("dir", "./data"),
             ("databases", "16"),
             ("maxclients", "10000"),
             ("hz", "10"),
@@ -645,7 +645,7 @@ mod tests {
             ("daemonize", "no"),
             ("pidfile", ""),
             ("requirepass", ""),
-            ("appendonly", "no"),
+            ("appendonly", "yes"),
             ("appendfilename", "appendonly.aof"),
             ("appendfsync", "everysec"),
             ("auto-aof-rewrite-percentage", "100"),
@@ -1117,7 +1117,11 @@ mod tests {
                 return;
             }
             let mut redis = Redis::start(&["--save", "", "--appendonly", "no"]);
-            let mut ours = Config::default();
+            // Persistence is on by default in strata, off in the Redis under test.
+            let mut ours = Config {
+                appendonly: false,
+                ..Config::default()
+            };
             // Started with --save '' and without a file, Redis binds "* -::*"; strata's
             // default bind and save are checked against Redis's own defaults in
             // `defaults_render_as_redis`.
@@ -1241,7 +1245,11 @@ mod tests {
                 return;
             }
             let mut redis = Redis::start(&["--save", "", "--appendonly", "no"]);
-            let mut ours = Config::default();
+            // Persistence is on by default in strata, off in the Redis under test.
+            let mut ours = Config {
+                appendonly: false,
+                ..Config::default()
+            };
             ours.save.clear();
             ours.bind = vec![
                 BindAddr::parse("*").expect("valid"),

@@ -70,18 +70,51 @@ impl Drop for Proc {
     }
 }
 
-fn wait_ready(child: &mut Child, port: u16) {
+/// The password a server started with these directives requires.
+fn password_in<'a>(extra: &[&'a str]) -> Option<&'a str> {
+    let i = extra.iter().position(|a| *a == "--requirepass")?;
+    extra.get(i + 1).copied()
+}
+
+fn wait_ready(child: &mut Child, port: u16, password: Option<&str>) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("server exited during start-up: {status}");
         }
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
+        // Listening is not enough: until the dataset is loaded, PING answers LOADING.
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut reply = [0u8; 64];
+            let mut req = Vec::new();
+            if let Some(pw) = password {
+                encode_request([b"AUTH".as_slice(), pw.as_bytes()], &mut req);
+            }
+            req.extend_from_slice(b"PING\r\n");
+            if s.write_all(&req).is_ok() {
+                let mut got = Vec::new();
+                while let Ok(n) = s.read(&mut reply) {
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&reply[..n]);
+                    if got.ends_with(b"\r\n")
+                        && (got.ends_with(b"+PONG\r\n")
+                            || got.starts_with(b"-")
+                            || password.is_none()
+                            || got.len() > 5)
+                    {
+                        break;
+                    }
+                }
+                if got.ends_with(b"+PONG\r\n") {
+                    return;
+                }
+            }
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("server did not start listening on port {port}");
+    panic!("server did not become ready on port {port}");
 }
 
 /// Starts strata with extra directives (`["--hz", "50"]`).
@@ -104,13 +137,15 @@ pub fn strata_with_file(file: Option<&std::path::Path>, extra: &[&str]) -> Proc 
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
-    let mut child = cmd.spawn().expect("spawn strata-server");
-    wait_ready(&mut child, port);
-    Proc {
+    let child = cmd.spawn().expect("spawn strata-server");
+    // Built before waiting, so that a failed start still stops the process.
+    let mut proc = Proc {
         child,
         port,
         _dir: Some(dir),
-    }
+    };
+    wait_ready(&mut proc.child, port, password_in(extra));
+    proc
 }
 
 /// Whether a real redis-server is available. When `STRATA_REQUIRE_REDIS=1` (as in
@@ -134,7 +169,7 @@ pub fn redis_available() -> bool {
 pub fn redis_server(extra: &[&str]) -> Proc {
     let port = free_port();
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = Command::new("redis-server")
+    let child = Command::new("redis-server")
         .args([
             "--port",
             &port.to_string(),
@@ -153,12 +188,13 @@ pub fn redis_server(extra: &[&str]) -> Proc {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn redis-server");
-    wait_ready(&mut child, port);
-    Proc {
+    let mut proc = Proc {
         child,
         port,
         _dir: Some(dir),
-    }
+    };
+    wait_ready(&mut proc.child, port, password_in(extra));
+    proc
 }
 
 /// A raw RESP connection: sends requests, reads whole replies.

@@ -60,6 +60,7 @@ const DIFF_COMPLEXITY: &str = "O(L + (N-K)log(N)) worst case where L is the tota
 pub const COMMANDS: &[Command] = &[
     Command {
         name: "zadd",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -4,
         flags: flags!(WRITE, DENYOOM, FAST),
         key_specs: &[KeySpec::single(1, kf!(RW, UPDATE))],
@@ -71,6 +72,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "zincrby",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 4,
         flags: flags!(WRITE, DENYOOM, FAST),
         key_specs: &[KeySpec::single(1, kf!(RW, ACCESS, UPDATE))],
@@ -82,6 +84,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "zrem",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -3,
         flags: flags!(WRITE, FAST),
         key_specs: RW_DELETE,
@@ -250,6 +253,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "zpopmin",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -2,
         flags: flags!(WRITE, FAST),
         key_specs: POP_SPEC,
@@ -261,6 +265,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "zpopmax",
+        log_rule: crate::effects::LogRule::Replay,
         arity: -2,
         flags: flags!(WRITE, FAST),
         key_specs: POP_SPEC,
@@ -316,6 +321,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "zremrangebyrank",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 4,
         flags: flags!(WRITE),
         key_specs: RW_DELETE,
@@ -327,6 +333,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "zremrangebyscore",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 4,
         flags: flags!(WRITE),
         key_specs: RW_DELETE,
@@ -338,6 +345,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "zremrangebylex",
+        log_rule: crate::effects::LogRule::Replay,
         arity: 4,
         flags: flags!(WRITE),
         key_specs: RW_DELETE,

@@ -317,8 +317,13 @@ fn pop_generic(
         }
     }
     let empty = popped.len() == len;
+    let event = if max { "zpopmax" } else { "zpopmin" };
+    ctx.keys.changed(key, event);
+    // Logged as the plain pop of what was taken, whatever the command (BZPOPMIN,
+    // ZMPOP...), so that replay pops the same members from the same key.
+    let taken = popped.len().to_string();
     ctx.keys
-        .changed(key, if max { "zpopmax" } else { "zpopmin" });
+        .log_op(key, &[event.as_bytes(), key, taken.as_bytes()]);
     remove_if_empty(ctx, key, empty);
 
     let out = &mut ctx.out;

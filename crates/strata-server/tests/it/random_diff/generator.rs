@@ -168,11 +168,11 @@ const PATTERNS: &[&[u8]] = &[
 ];
 
 /// Configuration directives whose values both servers share (the kit starts them
-/// with different ports, directories and persistence settings).
+/// with different ports, directories and persistence settings; `appendonly` is on
+/// by default in strata).
 const DIRECTIVES: &[&str] = &[
     "appendfilename",
     "appendfsync",
-    "appendonly",
     "auto-aof-rewrite-min-size",
     "auto-aof-rewrite-percentage",
     "bind",

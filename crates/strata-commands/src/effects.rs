@@ -1,0 +1,212 @@
+//! What a command changed, as records for the log.
+//!
+//! Handlers report every key they change (`ctx.keys.changed`); after each command the
+//! dispatcher turns those keys into [`Record`]s from their final state, while the
+//! command's shard locks are still held, so records of one key reach the log in the
+//! order the changes happened:
+//!
+//! - a key that no longer exists → a tombstone;
+//! - otherwise, by the command's [`LogRule`] and by size: the command itself as an
+//!   operation to replay (when it is deterministic and cheaper than the value), an
+//!   empty operation that only carries the new expiry, or the whole value.
+//!
+//! Records carry absolute expiry times, never relative ones. Nondeterministic or
+//! multi-key commands give explicit per-key operations (`ctx.keys.log_op`): SPOP as
+//! SREM of the members popped, a blocking pop as the plain pop on the key served.
+
+use strata_keyspace::serialize;
+use strata_keyspace::{Db, Value};
+
+/// How a command's change to a key is best logged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LogRule {
+    /// The whole value (always correct; the default).
+    #[default]
+    Value,
+    /// The command itself, replayed on the key's previous value: for deterministic
+    /// commands whose only key is argument 1. Used when smaller than the value.
+    Replay,
+    /// Only the key's expiry changed (EXPIRE, PERSIST...).
+    Expiry,
+}
+
+/// One change for the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub db: usize,
+    pub key: Vec<u8>,
+    pub kind: RecordKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    /// The key's whole value ([`serialize`] form) and absolute expiry (0: none).
+    Put { value: Vec<u8>, expires_at: u64 },
+    /// An operation to apply to the key's value ([`encode_op`] form), and the key's
+    /// expiry after it.
+    Op { op: Vec<u8>, expires_at: u64 },
+    /// The key is gone.
+    Delete,
+    /// Every key of database `db` is gone (FLUSHDB).
+    FlushDb,
+    /// Every key of every database is gone (FLUSHALL).
+    FlushAll,
+    /// Databases `db` and `other` trade contents (SWAPDB).
+    SwapDb { other: usize },
+}
+
+/// The first byte of an operation.
+pub const OP_EXPIRY: u8 = 0x00;
+pub const OP_COMMAND: u8 = 0x01;
+
+/// Encodes a command to replay: `OP_COMMAND`, the argument count, then each
+/// argument's length and bytes (LEB128 lengths).
+pub fn encode_op<B: AsRef<[u8]>>(argv: &[B]) -> Vec<u8> {
+    let mut out = vec![OP_COMMAND];
+    put_varint(&mut out, argv.len() as u64);
+    for a in argv {
+        let a = a.as_ref();
+        put_varint(&mut out, a.len() as u64);
+        out.extend_from_slice(a);
+    }
+    out
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Reads an operation written by [`encode_op`] (`None` for an expiry-only one).
+/// Errors on malformed bytes; never panics.
+pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
+    let (&tag, mut rest) = bytes.split_first().ok_or("empty operation")?;
+    match tag {
+        OP_EXPIRY => return Ok(None),
+        OP_COMMAND => {}
+        _ => return Err("unknown operation"),
+    }
+    let varint = |buf: &mut &[u8]| -> Result<usize, &'static str> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&b, r) = buf.split_first().ok_or("operation truncated")?;
+            *buf = r;
+            n |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return usize::try_from(n).map_err(|_| "length out of range");
+            }
+        }
+        Err("length out of range")
+    };
+    let count = varint(&mut rest)?;
+    if count > rest.len() {
+        return Err("operation truncated");
+    }
+    let mut argv = Vec::with_capacity(count);
+    for _ in 0..count {
+        let len = varint(&mut rest)?;
+        if len > rest.len() {
+            return Err("operation truncated");
+        }
+        let (arg, r) = rest.split_at(len);
+        argv.push(arg.to_vec());
+        rest = r;
+    }
+    if !rest.is_empty() {
+        return Err("bytes after the operation");
+    }
+    Ok(Some(argv))
+}
+
+/// The record for a key changed by one command, from its state now.
+///
+/// `explicit` are the operations the handler gave for this key (in order), `argv`
+/// the command and `rule` its table rule.
+pub fn record_for(
+    db_index: usize,
+    db: &mut Db,
+    key: &[u8],
+    now_ms: u64,
+    rule: LogRule,
+    argv: &[&[u8]],
+    explicit: &[Vec<Vec<u8>>],
+) -> Vec<Record> {
+    let hash = db.hash(key);
+    let Some(entry) = db.peek(hash, key, now_ms) else {
+        return vec![Record {
+            db: db_index,
+            key: key.to_vec(),
+            kind: RecordKind::Delete,
+        }];
+    };
+    let expires_at = entry.expire_at().unwrap_or(0);
+    let record = |kind| Record {
+        db: db_index,
+        key: key.to_vec(),
+        kind,
+    };
+    if !explicit.is_empty() {
+        return explicit
+            .iter()
+            .map(|op| {
+                record(RecordKind::Op {
+                    op: encode_op(op),
+                    expires_at,
+                })
+            })
+            .collect();
+    }
+    let value_size = entry.value.heap_size() + 1;
+    match rule {
+        LogRule::Expiry => vec![record(RecordKind::Op {
+            op: vec![OP_EXPIRY],
+            expires_at,
+        })],
+        LogRule::Replay if replay_size(argv) < value_size && argv.get(1) == Some(&key) => {
+            vec![record(RecordKind::Op {
+                op: encode_op(argv),
+                expires_at,
+            })]
+        }
+        _ => vec![record(RecordKind::Put {
+            value: serialize::to_vec(&entry.value),
+            expires_at,
+        })],
+    }
+}
+
+fn replay_size(argv: &[&[u8]]) -> usize {
+    argv.iter().map(|a| a.len() + 2).sum::<usize>() + 2
+}
+
+/// Whether a value may be the target of a replayed operation (strings are logged
+/// whole unless large: the log is a string's home on disk).
+pub fn is_collection(value: &Value) -> bool {
+    !matches!(value, Value::Str(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_round_trip_and_reject_garbage() {
+        let argv: Vec<&[u8]> = vec![b"LPUSH", b"k", b"", b"\x00\xff"];
+        let op = encode_op(&argv);
+        assert_eq!(
+            decode_op(&op),
+            Ok(Some(argv.iter().map(|a| a.to_vec()).collect()))
+        );
+        assert_eq!(decode_op(&[OP_EXPIRY]), Ok(None));
+        assert!(decode_op(&[]).is_err());
+        assert!(decode_op(&[9]).is_err());
+        assert!(decode_op(&[OP_COMMAND, 5, 1]).is_err());
+        assert!(decode_op(&[OP_COMMAND, 1, 3, b'a']).is_err());
+        for cut in 0..op.len() {
+            assert!(decode_op(&op[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+}

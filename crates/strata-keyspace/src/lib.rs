@@ -10,18 +10,23 @@
 //! - [`keyspace`]: the shards and their locks.
 //! - [`value`]: values and their Redis encodings.
 //! - [`glob`]: Redis's pattern matching.
+//! - [`hash`], [`set`]: the hash and set values and their encodings.
 
 pub mod compact;
 pub mod db;
 pub mod dict;
 pub mod glob;
+pub mod hash;
 pub mod keyspace;
 pub mod pack;
+pub mod set;
 pub mod value;
 
 pub use compact::CompactBytes;
 pub use db::{Db, Detached, Entry, Ttl};
+pub use hash::Hash;
 pub use keyspace::{Keyspace, Shard, ShardStats};
+pub use set::Set;
 pub use value::{Str, Value, ValueType};
 
 /// The in-memory hasher: fast, seeded at random per process, never persisted.

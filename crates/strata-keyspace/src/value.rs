@@ -1,6 +1,8 @@
 //! Values: what a key holds, with Redis's encodings.
 
 use crate::compact::CompactBytes;
+use crate::hash::Hash;
+use crate::set::Set;
 
 /// Strings longer than this are "raw" even when created whole, as in Redis.
 pub const EMBSTR_LIMIT: usize = 44;
@@ -97,6 +99,8 @@ impl Str {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Str(Str),
+    Hash(Box<Hash>),
+    Set(Box<Set>),
 }
 
 /// Redis's type names, as TYPE and SCAN TYPE use them.
@@ -144,12 +148,16 @@ impl Value {
     pub fn value_type(&self) -> ValueType {
         match self {
             Value::Str(_) => ValueType::String,
+            Value::Hash(_) => ValueType::Hash,
+            Value::Set(_) => ValueType::Set,
         }
     }
 
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
         }
     }
 
@@ -157,12 +165,44 @@ impl Value {
     pub fn as_str(&self) -> Option<&Str> {
         match self {
             Value::Str(s) => Some(s),
+            _ => None,
         }
     }
 
     pub fn as_str_mut(&mut self) -> Option<&mut Str> {
         match self {
             Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The hash, if this is a hash value.
+    pub fn as_hash(&self) -> Option<&Hash> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    pub fn as_hash_mut(&mut self) -> Option<&mut Hash> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The set, if this is a set value.
+    pub fn as_set(&self) -> Option<&Set> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_set_mut(&mut self) -> Option<&mut Set> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -170,6 +210,8 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
+            Value::Hash(h) => std::mem::size_of::<Hash>() + h.heap_size(),
+            Value::Set(s) => std::mem::size_of::<Set>() + s.heap_size(),
         }
     }
 }

@@ -3,9 +3,11 @@
 
 pub mod command;
 pub mod connection;
+pub mod hash;
 pub mod keys;
 pub mod lcs;
 pub mod server;
+pub mod set;
 pub mod string;
 
 use crate::ctx::Ctx;
@@ -18,6 +20,8 @@ pub const ALL: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

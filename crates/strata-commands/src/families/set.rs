@@ -634,11 +634,12 @@ fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     }
     let key = args[1];
+    let limits = ctx.server.encoding_limits();
     let Some(set) = get(&mut ctx.keys, key)? else {
         ctx.out.null();
         return Ok(());
     };
-    let member = set.pop_random(1, rand::random::<u64>);
+    let member = set.pop_random(1, rand::random::<u64>, &limits);
     let emptied = set.is_empty();
     match member.first() {
         Some(m) => reply_elem(&mut ctx.out, m.as_elem()),
@@ -655,6 +656,7 @@ fn spop_count(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .filter(|n| *n >= 0)
         .ok_or(CmdError::NotPositive)?;
     let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let limits = ctx.server.encoding_limits();
     let Some(set) = get(&mut ctx.keys, key)? else {
         ctx.out.set(0);
         return Ok(());
@@ -669,7 +671,7 @@ fn spop_count(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         popped(ctx, key, true);
         return Ok(());
     }
-    let members = set.pop_random(count, rand::random::<u64>);
+    let members = set.pop_random(count, rand::random::<u64>, &limits);
     ctx.out.set(members.len());
     for m in &members {
         reply_elem(&mut ctx.out, m.as_elem());

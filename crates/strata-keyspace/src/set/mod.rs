@@ -27,6 +27,10 @@ use crate::{EncodingLimits, KeyHasher};
 /// Redis caps intsets at 2^30 entries whatever the configuration says.
 const INTSET_MAX_ENTRIES: u64 = 1 << 30;
 
+/// SPOP builds a new set from the members that remain once it would pop more than
+/// this many times their number (Redis's `SPOP_MOVE_STRATEGY_MUL`).
+const SPOP_MOVE_STRATEGY_MUL: usize = 5;
+
 /// A set member, borrowed: an integer of an intset or the bytes of a hashtable member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Elem<'a> {
@@ -277,7 +281,33 @@ impl Set {
 
     /// Removes `count` members picked at random (all of them if there are fewer) and
     /// returns them; `rng` gives random numbers.
-    pub fn pop_random(&mut self, count: usize, mut rng: impl FnMut() -> u64) -> Vec<OwnedElem> {
+    ///
+    /// When few members would remain, those are picked instead and become a new set
+    /// (SPOP's third strategy in Redis), built like any new set: a hashtable left with
+    /// a few integers is an intset again, as in Redis.
+    pub fn pop_random(
+        &mut self,
+        count: usize,
+        rng: impl FnMut() -> u64,
+        limits: &EncodingLimits,
+    ) -> Vec<OwnedElem> {
+        let count = count.min(self.len());
+        let remaining = self.len() - count;
+        if remaining == 0 || remaining * SPOP_MOVE_STRATEGY_MUL > count {
+            return self.take_random(count, rng);
+        }
+        let kept = self.take_random(remaining, rng);
+        let mut rest = Set::new();
+        for e in &kept {
+            rest.insert_elem(e.as_elem(), limits);
+        }
+        let popped = std::mem::replace(self, rest);
+        popped.iter().map(Elem::into_owned).collect()
+    }
+
+    /// Removes `count` members picked at random, one at a time (all of them if there
+    /// are fewer), and returns them.
+    fn take_random(&mut self, count: usize, mut rng: impl FnMut() -> u64) -> Vec<OwnedElem> {
         let count = count.min(self.len());
         match &mut self.repr {
             Repr::Ints(s) => {
@@ -437,16 +467,52 @@ mod tests {
                 x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
                 x >> 11
             };
-            let popped = s.pop_random(3, &mut rng);
+            let popped = s.pop_random(3, &mut rng, &l);
             assert_eq!(popped.len(), 3);
             assert_eq!(s.len(), 2);
             let mut all: BTreeSet<Vec<u8>> = popped.iter().map(|e| e.as_elem().to_vec()).collect();
             assert_eq!(all.len(), 3);
             all.extend(s.iter().map(Elem::to_vec));
             assert_eq!(all.len(), 5);
-            assert_eq!(s.pop_random(10, &mut rng).len(), 2);
+            assert_eq!(s.pop_random(10, &mut rng, &l).len(), 2);
             assert!(s.is_empty());
         }
+    }
+
+    #[test]
+    fn popping_most_members_rebuilds_the_rest() {
+        let l = limits(512);
+        let mut s = Set::new();
+        for m in ["a", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"] {
+            s.insert(m.as_bytes(), &l);
+        }
+        assert_eq!(s.encoding(), "hashtable");
+        // Keep the one member that is an integer: popping ten of eleven keeps one.
+        let mut tries = 0u64;
+        loop {
+            let mut t = s.clone();
+            let mut x = tries;
+            let popped = t.pop_random(
+                10,
+                || {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    x >> 7
+                },
+                &l,
+            );
+            assert_eq!((popped.len(), t.len()), (10, 1));
+            let left_int = t.iter().all(|e| e.as_int().is_some());
+            assert_eq!(t.encoding() == "intset", left_int);
+            if left_int {
+                break;
+            }
+            tries += 1;
+        }
+        // Popping fewer keeps the set as it is.
+        let popped = s.pop_random(3, || 12345, &l);
+        assert_eq!((popped.len(), s.encoding()), (3, "hashtable"));
     }
 
     fn member() -> impl Strategy<Value = Vec<u8>> {
@@ -470,6 +536,7 @@ mod tests {
             let mut m: BTreeSet<Vec<u8>> = BTreeSet::new();
             for (kind, member) in ops {
                 let was_intset = s.is_intset();
+                let mut rebuilt = false;
                 match kind % 5 {
                     0..=2 => {
                         prop_assert_eq!(s.insert(&member, &l), m.insert(member.clone()));
@@ -481,14 +548,22 @@ mod tests {
                     3 => prop_assert_eq!(s.remove(&member), m.remove(&member)),
                     _ => {
                         let mut x = kind as u64;
-                        let popped = s.pop_random(2, || { x = x.wrapping_mul(31).wrapping_add(7); x });
-                        prop_assert_eq!(popped.len(), m.len().min(2));
+                        let n = (kind / 5) as usize % 8;
+                        let size = m.len();
+                        let popped = s.pop_random(n, || { x = x.wrapping_mul(31).wrapping_add(7); x }, &l);
+                        prop_assert_eq!(popped.len(), size.min(n));
                         for p in popped {
                             prop_assert!(m.remove(&p.as_elem().to_vec()));
                         }
+                        rebuilt = !m.is_empty() && m.len() * SPOP_MOVE_STRATEGY_MUL <= size - m.len();
+                        if rebuilt {
+                            // What remains is a new set, encoded afresh.
+                            let all_ints = m.iter().all(|x| parse_canonical_i64(x).is_some());
+                            prop_assert_eq!(s.is_intset(), all_ints && m.len() as u64 <= max);
+                        }
                     }
                 }
-                prop_assert!(was_intset || !s.is_intset(), "conversions are one-way");
+                prop_assert!(was_intset || !s.is_intset() || rebuilt, "conversions are one-way");
                 prop_assert_eq!(s.len(), m.len());
                 prop_assert_eq!(s.contains(&member), m.contains(&member));
                 let all: Vec<Vec<u8>> = s.iter().map(Elem::to_vec).collect();

@@ -242,16 +242,25 @@ impl Hash {
         }
         match &mut self.repr {
             Repr::Pack(p) => {
-                if let Some(i) = pack_find(p, field) {
-                    p.replace(i + 1, value);
-                    return false;
-                }
-                p.push_back(field);
-                p.push_back(value);
+                let new = match pack_find(p, field) {
+                    Some(i) => {
+                        p.replace(i + 1, value);
+                        false
+                    }
+                    None => {
+                        p.push_back(field);
+                        p.push_back(value);
+                        true
+                    }
+                };
                 if (p.len() / 2) as u64 > limits.hash_max_listpack_entries {
                     self.convert();
+                } else {
+                    // A listpack is reallocated to its exact size on every change, as
+                    // in Redis: many small hashes must not carry spare capacity.
+                    p.shrink_to_fit();
                 }
-                true
+                new
             }
             Repr::Table(t) => t.insert(field, value),
         }
@@ -263,6 +272,7 @@ impl Hash {
             Repr::Pack(p) => match pack_find(p, field) {
                 Some(i) => {
                     p.remove_range(i, 2);
+                    p.shrink_to_fit();
                     true
                 }
                 None => false,

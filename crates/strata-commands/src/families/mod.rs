@@ -1,6 +1,7 @@
 //! The command families, one module per Redis group, each with its table entries
 //! next to its handlers.
 
+pub mod collection;
 pub mod command;
 pub mod connection;
 pub mod hash;

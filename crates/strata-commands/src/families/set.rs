@@ -9,7 +9,7 @@ use strata_resp::ReplyWriter;
 
 use crate::ctx::{Ctx, Keys};
 use crate::error::{CmdError, CmdResult};
-use crate::families::hash::{ScanOptions, parse_rand_count, sample, scan_reply};
+use crate::families::collection::{ScanOptions, parse_rand_count, sample, scan_reply};
 use crate::families::keys::parse_cursor;
 use crate::parse::{self, is};
 use crate::spec::{BeginSearch, FindKeys, Group, KeySpec};
@@ -273,8 +273,9 @@ fn peek<'a>(keys: &'a mut Keys, key: &[u8]) -> Option<&'a Set> {
     db.peek(hash, key, now).and_then(|e| e.value.as_set())
 }
 
-/// Adds `member` to the set at `key`, creating the set (in the encoding `member`
-/// calls for) if absent; returns whether it was added.
+/// Adds `members` to the set at `key`, creating the set (in the encoding the first
+/// member calls for, as Redis's `setTypeCreate`) if absent; returns how many were
+/// new. WRONGTYPE if the key holds another type.
 fn add(ctx: &mut Ctx, key: &[u8], members: &[&[u8]]) -> Result<usize, CmdError> {
     let limits = ctx.server.encoding_limits();
     let now = ctx.keys.now_ms;

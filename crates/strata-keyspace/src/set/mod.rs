@@ -515,6 +515,30 @@ mod tests {
         assert_eq!((popped.len(), s.encoding()), (3, "hashtable"));
     }
 
+    #[test]
+    fn a_million_members() {
+        let l = limits(512);
+        let mut s = Set::new();
+        for i in 0..1_000_000u32 {
+            s.insert(format!("member:{i}").as_bytes(), &l);
+        }
+        assert_eq!(s.len(), 1_000_000);
+        let mut x = 1u64;
+        let mut rng = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 11
+        };
+        // Popping most of a big set one member at a time shrinks its table while it
+        // is being popped: each pick must stay cheap.
+        assert_eq!(s.pop_random(800_000, &mut rng, &l).len(), 800_000);
+        assert_eq!(s.len(), 200_000);
+        assert_eq!(s.pop_random(190_000, &mut rng, &l).len(), 190_000);
+        assert_eq!(s.len(), 10_000);
+        assert!(s.heap_size() < 2_000_000, "{}", s.heap_size());
+    }
+
     fn member() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             4 => (-30i64..30).prop_map(|n| n.to_string().into_bytes()),

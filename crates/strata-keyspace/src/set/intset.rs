@@ -1,15 +1,17 @@
 //! `IntSet`: a sorted array of distinct i64 values, stored at the narrowest width that
 //! holds them all — Redis's intset.
 //!
-//! Values are little-endian, 2, 4 or 8 bytes each; adding a value that does not fit
-//! the current width re-encodes every element at the wider one (never narrower again,
-//! as in Redis). Lookups are binary searches; inserts and removals move the bytes
-//! after the change and reallocate to the exact size, so a small set costs its
-//! elements and nothing more.
+//! One allocation holds the width (its first byte) and the values, little-endian, 2,
+//! 4 or 8 bytes each; adding a value that does not fit the current width re-encodes
+//! every element at the wider one (never narrower again, as in Redis). Lookups are
+//! binary searches; inserts and removals move the bytes after the change and
+//! reallocate to the exact size, so a small set costs its elements, one byte, and
+//! nothing more — and an `IntSet` is a single pointer and length.
 //!
 //! # Invariants
 //!
-//! - `data.len()` is a multiple of the width, and the values are strictly increasing.
+//! - `data[0]` is the width (2, 4 or 8), the rest a multiple of it, and the values
+//!   are strictly increasing.
 
 use std::cmp::Ordering;
 
@@ -23,6 +25,14 @@ enum Width {
 }
 
 impl Width {
+    fn from_byte(b: u8) -> Width {
+        match b {
+            4 => Width::W32,
+            8 => Width::W64,
+            _ => Width::W16,
+        }
+    }
+
     fn of(v: i64) -> Width {
         if i16::try_from(v).is_ok() {
             Width::W16
@@ -42,15 +52,14 @@ impl Width {
 /// A sorted set of integers (see the module docs).
 #[derive(Clone, PartialEq, Eq)]
 pub struct IntSet {
-    width: Width,
+    /// The width, then the values.
     data: Box<[u8]>,
 }
 
 impl Default for IntSet {
     fn default() -> Self {
         IntSet {
-            width: Width::W16,
-            data: Box::new([]),
+            data: Box::new([Width::W16 as u8]),
         }
     }
 }
@@ -61,12 +70,23 @@ impl IntSet {
     }
 
     #[inline]
+    fn width(&self) -> Width {
+        Width::from_byte(self.data.first().copied().unwrap_or_default())
+    }
+
+    /// The values' bytes.
+    #[inline]
+    fn body(&self) -> &[u8] {
+        self.data.get(1..).unwrap_or_default()
+    }
+
+    #[inline]
     pub fn len(&self) -> usize {
-        self.data.len() / self.width.bytes()
+        self.body().len() / self.width().bytes()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.body().is_empty()
     }
 
     /// Bytes allocated.
@@ -77,9 +97,10 @@ impl IntSet {
     /// The element at `index` (in ascending order).
     #[inline]
     pub fn get(&self, index: usize) -> Option<i64> {
-        let w = self.width.bytes();
-        let b = self.data.get(index * w..index * w + w)?;
-        Some(match self.width {
+        let width = self.width();
+        let w = width.bytes();
+        let b = self.body().get(index * w..index * w + w)?;
+        Some(match width {
             Width::W16 => i16::from_le_bytes([b[0], b[1]]) as i64,
             Width::W32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
             Width::W64 => i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
@@ -88,7 +109,7 @@ impl IntSet {
 
     /// `Ok(index)` of `v`, or `Err(index)` where it would go.
     fn search(&self, v: i64) -> Result<usize, usize> {
-        if Width::of(v) > self.width {
+        if Width::of(v) > self.width() {
             // Wider than every element: below them all or above them all.
             return Err(if v < 0 { 0 } else { self.len() });
         }
@@ -121,13 +142,14 @@ impl IntSet {
         let Err(at) = self.search(v) else {
             return false;
         };
-        let width = self.width.max(Width::of(v));
-        let mut out = Vec::with_capacity((self.len() + 1) * width.bytes());
-        if width == self.width {
-            let split = at * width.bytes();
-            out.extend_from_slice(&self.data[..split]);
+        let width = self.width().max(Width::of(v));
+        let mut out = Vec::with_capacity(1 + (self.len() + 1) * width.bytes());
+        out.push(width as u8);
+        if width == self.width() {
+            let (before, after) = self.body().split_at(at * width.bytes());
+            out.extend_from_slice(before);
             Self::encode(width, v, &mut out);
-            out.extend_from_slice(&self.data[split..]);
+            out.extend_from_slice(after);
         } else {
             for i in 0..self.len() {
                 if i == at {
@@ -141,7 +163,6 @@ impl IntSet {
                 Self::encode(width, v, &mut out);
             }
         }
-        self.width = width;
         self.data = out.into_boxed_slice();
         true
     }
@@ -151,19 +172,21 @@ impl IntSet {
         let Ok(at) = self.search(v) else {
             return false;
         };
-        let w = self.width.bytes();
+        let w = self.width().bytes();
         let mut data = std::mem::take(&mut self.data).into_vec();
-        data.drain(at * w..at * w + w);
+        data.drain(1 + at * w..1 + at * w + w);
         self.data = data.into_boxed_slice();
         true
     }
 
     /// Keeps the elements for which `keep` is true, in one pass.
     pub fn retain(&mut self, mut keep: impl FnMut(i64) -> bool) {
+        let width = self.width();
         let mut out = Vec::with_capacity(self.data.len());
+        out.push(width as u8);
         for v in self.iter() {
             if keep(v) {
-                Self::encode(self.width, v, &mut out);
+                Self::encode(width, v, &mut out);
             }
         }
         self.data = out.into_boxed_slice();
@@ -188,17 +211,23 @@ mod tests {
     use std::collections::BTreeSet;
 
     #[test]
+    fn is_one_slice() {
+        assert_eq!(std::mem::size_of::<IntSet>(), 16);
+    }
+
+    #[test]
     fn widens_as_needed() {
         let mut s = IntSet::new();
+        assert_eq!(s.heap_size(), 1);
         assert!(s.insert(5));
         assert!(s.insert(-3));
-        assert_eq!(s.heap_size(), 4);
+        assert_eq!(s.heap_size(), 1 + 4);
         assert!(s.insert(100_000));
-        assert_eq!(s.heap_size(), 12);
+        assert_eq!(s.heap_size(), 1 + 12);
         assert!(s.insert(i64::MIN));
         assert!(s.insert(i64::MAX));
         assert!(!s.insert(5));
-        assert_eq!(s.heap_size(), 40);
+        assert_eq!(s.heap_size(), 1 + 40);
         assert_eq!(
             s.iter().collect::<Vec<_>>(),
             [i64::MIN, -3, 5, 100_000, i64::MAX]

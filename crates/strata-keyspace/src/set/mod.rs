@@ -423,6 +423,12 @@ mod tests {
     }
 
     #[test]
+    fn a_set_is_two_words() {
+        // Boxed in a `Value`, a set is then a 16-byte allocation.
+        assert_eq!(std::mem::size_of::<Set>(), 16);
+    }
+
+    #[test]
     fn first_member_picks_the_encoding() {
         assert_eq!(Set::for_member(b"12").encoding(), "intset");
         assert_eq!(Set::for_member(b"012").encoding(), "hashtable");

@@ -4,7 +4,7 @@ use std::cmp::Reverse;
 use std::collections::HashSet;
 
 use strata_keyspace::set::{Elem, OwnedElem};
-use strata_keyspace::{Set, Ttl, Value};
+use strata_keyspace::{EncodingLimits, Set, Ttl, Value};
 use strata_resp::ReplyWriter;
 
 use crate::ctx::{Ctx, Keys};
@@ -497,66 +497,76 @@ enum Op {
     Diff,
 }
 
-/// SUNION, SDIFF and their STORE forms. The result is built as Redis builds it —
-/// an intset that converts as members are added — so that it has Redis's encoding,
-/// and for SDIFF with the same choice of algorithm.
-fn union_diff(ctx: &mut Ctx, names: &[&[u8]], output: Output, op: Op) -> CmdResult {
-    let sizes = sizes(&mut ctx.keys, names)?;
-    let limits = ctx.server.encoding_limits();
+/// The union of the sets at `names` (missing keys are empty sets).
+fn union(keys: &mut Keys, names: &[&[u8]], limits: &EncodingLimits) -> Set {
     let mut result = Set::new();
-    match op {
-        Op::Union => {
-            for name in names {
-                if let Some(s) = peek(&mut ctx.keys, name) {
-                    for e in s.iter() {
-                        result.insert_elem(e, &limits);
-                    }
-                }
+    for name in names {
+        if let Some(s) = peek(keys, name) {
+            for e in s.iter() {
+                result.insert_elem(e, limits);
             }
         }
-        Op::Diff => {
-            if let Some(first_len) = sizes[0] {
-                let present: Vec<usize> =
-                    (0..names.len()).filter(|&i| sizes[i].is_some()).collect();
-                // Walking the first set costs its size per set; removing every other
-                // set's members costs their sizes. The first is favoured (halved), as
-                // in Redis.
-                let walk_first = first_len * present.len() / 2;
-                let remove_others: usize = sizes.iter().flatten().sum();
-                if walk_first <= remove_others {
-                    let mut others: Vec<usize> = present[1..].to_vec();
-                    others.sort_by_key(|&i| Reverse(sizes[i]));
-                    let mut members: Vec<OwnedElem> = peek(&mut ctx.keys, names[0])
-                        .map(|s| s.iter().map(Elem::into_owned).collect())
-                        .unwrap_or_default();
-                    for i in others {
-                        if let Some(s) = peek(&mut ctx.keys, names[i]) {
-                            members.retain(|m| !s.contains_elem(m.as_elem()));
-                        }
-                    }
-                    for m in &members {
-                        result.insert_elem(m.as_elem(), &limits);
-                    }
-                } else {
-                    if let Some(s) = peek(&mut ctx.keys, names[0]) {
-                        for e in s.iter() {
-                            result.insert_elem(e, &limits);
-                        }
-                    }
-                    for name in &names[1..] {
-                        if result.is_empty() {
-                            break;
-                        }
-                        if let Some(s) = peek(&mut ctx.keys, name) {
-                            for e in s.iter() {
-                                result.remove_elem(e);
-                            }
-                        }
-                    }
+    }
+    result
+}
+
+/// The members of the first set that none of the others holds, computed with the
+/// algorithm Redis would choose: it decides the result's encoding, since copying the
+/// whole first set (when the others are small) converts the result as the first set
+/// would be converted.
+fn diff(keys: &mut Keys, names: &[&[u8]], sizes: &[Option<usize>], limits: &EncodingLimits) -> Set {
+    let mut result = Set::new();
+    let Some(first_len) = sizes[0] else {
+        return result;
+    };
+    let present: Vec<usize> = (0..names.len()).filter(|&i| sizes[i].is_some()).collect();
+    // Walking the first set costs its size per set; removing the others' members
+    // costs their sizes. The walk is favoured (halved), as in Redis.
+    let walk_first = first_len * present.len() / 2;
+    let remove_others: usize = sizes.iter().flatten().sum();
+    if walk_first <= remove_others {
+        let mut others: Vec<usize> = present[1..].to_vec();
+        others.sort_by_key(|&i| Reverse(sizes[i]));
+        let mut members: Vec<OwnedElem> = peek(keys, names[0])
+            .map(|s| s.iter().map(Elem::into_owned).collect())
+            .unwrap_or_default();
+        for i in others {
+            if let Some(s) = peek(keys, names[i]) {
+                members.retain(|m| !s.contains_elem(m.as_elem()));
+            }
+        }
+        for m in &members {
+            result.insert_elem(m.as_elem(), limits);
+        }
+    } else {
+        if let Some(s) = peek(keys, names[0]) {
+            for e in s.iter() {
+                result.insert_elem(e, limits);
+            }
+        }
+        for name in &names[1..] {
+            if result.is_empty() {
+                break;
+            }
+            if let Some(s) = peek(keys, name) {
+                for e in s.iter() {
+                    result.remove_elem(e);
                 }
             }
         }
     }
+    result
+}
+
+/// SUNION, SDIFF and their STORE forms. The result is built as Redis builds it —
+/// an intset that converts as members are added — so that it has Redis's encoding.
+fn union_diff(ctx: &mut Ctx, names: &[&[u8]], output: Output, op: Op) -> CmdResult {
+    let sizes = sizes(&mut ctx.keys, names)?;
+    let limits = ctx.server.encoding_limits();
+    let result = match op {
+        Op::Union => union(&mut ctx.keys, names, &limits),
+        Op::Diff => diff(&mut ctx.keys, names, &sizes, &limits),
+    };
     match output {
         Output::Store(dst) => {
             let event = match op {

@@ -526,7 +526,7 @@ mod tests {
     fn get(db: &mut Db, k: &str, now: u64) -> Option<Vec<u8>> {
         let h = db.hash(k.as_bytes());
         db.get(h, k.as_bytes(), now)
-            .and_then(|e| e.value.as_str().map(|s| s.to_vec()))
+            .and_then(|e| e.value.as_str().map(crate::Str::to_vec))
     }
 
     #[test]

@@ -528,23 +528,23 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         if total == 0 {
             return None;
         }
-        let table = match &self.old {
-            Some(old) if (r >> 32) as usize % total < old.items => old,
-            _ if self.main.items > 0 => &self.main,
-            Some(old) => old,
+        // The slots of a draining table below `migrated` are all empty: start and
+        // wrap within the rest, or each pick could walk the whole migrated prefix.
+        let (table, lo) = match &self.old {
+            Some(old) if (r >> 32) as usize % total < old.items => (old, self.migrated),
+            _ if self.main.items > 0 => (&self.main, 0),
+            Some(old) => (old, self.migrated),
             None => return None,
         };
-        let mask = table.mask();
-        let start = r as usize & mask;
-        (0..table.capacity())
-            .map(|k| (start + k) & mask)
-            .find_map(|i| {
-                if table.ctrl[i] >= 0x80 {
-                    table.slots[i].as_ref()
-                } else {
-                    None
-                }
-            })
+        let span = table.capacity() - lo;
+        let start = r as usize % span;
+        (0..span).map(|k| lo + (start + k) % span).find_map(|i| {
+            if table.ctrl[i] >= 0x80 {
+                table.slots[i].as_ref()
+            } else {
+                None
+            }
+        })
     }
 
     /// One step of a SCAN: calls `f` for the entries of the bucket(s) that `cursor`
@@ -773,6 +773,35 @@ mod tests {
             seen.insert(d.random(r).expect("non-empty").1);
         }
         assert!(seen.len() > 90, "only {} distinct", seen.len());
+    }
+
+    #[test]
+    fn random_picks_live_entries_while_draining() {
+        let mut d = dict();
+        for i in 0..200_000u32 {
+            put(&mut d, format!("k{i}").as_bytes(), i);
+        }
+        while d.rehash_some(1 << 20) {}
+        // Remove keys until a shrink starts, then drain half the old table: its
+        // prefix is empty, and random picks must start past it (or each would walk
+        // it) and still find only live entries.
+        let mut removed = 0u32;
+        while !d.is_rehashing() {
+            let k = format!("k{removed}");
+            let h = d.hash(k.as_bytes());
+            d.remove(h, k.as_bytes());
+            removed += 1;
+        }
+        d.rehash_some(d.old.as_ref().map_or(0, |t| t.capacity() / 2));
+        assert!(d.is_rehashing());
+        let mut seen = HashSet::new();
+        for r in 0..10_000u64 {
+            let r = r.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let e = d.random(r).expect("non-empty");
+            assert!(e.1 >= removed);
+            seen.insert(e.1);
+        }
+        assert!(seen.len() > 5_000, "only {} distinct", seen.len());
     }
 
     #[test]

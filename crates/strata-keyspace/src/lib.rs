@@ -12,22 +12,27 @@
 //! - [`list`]: lists, as quicklists of packs.
 //! - [`glob`]: Redis's pattern matching.
 //! - [`zset`]: sorted sets.
+//! - [`hash`], [`set`]: the hash and set values and their encodings.
 
 pub mod compact;
 pub mod db;
 pub mod dict;
 pub mod glob;
+pub mod hash;
 pub mod keyspace;
 pub mod list;
 pub mod pack;
 pub mod serialize;
+pub mod set;
 pub mod value;
 pub mod zset;
 
 pub use compact::CompactBytes;
 pub use db::{Db, Detached, Entry, Ttl};
+pub use hash::Hash;
 pub use keyspace::{Keyspace, Shard, ShardStats};
 pub use list::List;
+pub use set::Set;
 pub use value::{Str, Value, ValueType};
 pub use zset::ZSet;
 

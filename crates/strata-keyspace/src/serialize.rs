@@ -17,7 +17,9 @@
 #![deny(clippy::indexing_slicing)]
 
 use crate::EncodingLimits;
+use crate::hash::Hash;
 use crate::list::{List, NodeLimit};
+use crate::set::Set;
 use crate::value::{Str, Value};
 use crate::zset::ZSet;
 
@@ -68,6 +70,21 @@ pub fn encode(value: &Value, out: &mut Vec<u8>) {
             put_varint(out, l.len() as u64);
             for item in l.iter() {
                 put_bytes(out, item);
+            }
+        }
+        Value::Hash(h) => {
+            out.push(TAG_HASH);
+            put_varint(out, h.len() as u64);
+            for (field, value) in h.iter() {
+                put_bytes(out, field);
+                put_bytes(out, value);
+            }
+        }
+        Value::Set(set) => {
+            out.push(TAG_SET);
+            put_varint(out, set.len() as u64);
+            for member in set.iter() {
+                member.with_bytes(|m| put_bytes(out, m));
             }
         }
         Value::ZSet(z) => {
@@ -160,6 +177,26 @@ pub fn decode(bytes: &[u8], limits: &EncodingLimits) -> Result<Value, DecodeErro
             }
             Value::List(Box::new(list))
         }
+        TAG_HASH => {
+            let n = r.count(2)?;
+            let mut hash = Hash::new();
+            for _ in 0..n {
+                let field = r.bytes()?;
+                let value = r.bytes()?;
+                hash.insert(field, value, limits);
+            }
+            Value::Hash(Box::new(hash))
+        }
+        TAG_SET => {
+            let n = r.count(1)?;
+            let mut set: Option<Set> = None;
+            for _ in 0..n {
+                let member = r.bytes()?;
+                set.get_or_insert_with(|| Set::for_member(member))
+                    .insert(member, limits);
+            }
+            Value::Set(Box::new(set.unwrap_or_default()))
+        }
         TAG_ZSET => {
             let n = r.count(9)?;
             let mut pairs = Vec::with_capacity(n);
@@ -212,6 +249,37 @@ mod tests {
                 .collect::<Vec<_>>(),
             [(b"a".to_vec(), -1.5), (b"b".to_vec(), 2.0)]
         );
+    }
+
+    #[test]
+    fn hashes_and_sets_round_trip_with_redis_encodings() {
+        let limits = EncodingLimits::default();
+        let mut h = Hash::new();
+        h.insert(b"f1", b"v1", &limits);
+        h.insert(b"f2", b"", &limits);
+        let Value::Hash(back) = round_trip(&Value::Hash(Box::new(h))) else {
+            panic!("a hash")
+        };
+        assert_eq!(
+            back.iter().collect::<Vec<_>>(),
+            [(&b"f1"[..], &b"v1"[..]), (b"f2", b"")]
+        );
+        assert_eq!(back.encoding(), "listpack");
+        let mut s = Set::for_member(b"3");
+        for m in [&b"3"[..], b"1", b"2"] {
+            s.insert(m, &limits);
+        }
+        let Value::Set(back) = round_trip(&Value::Set(Box::new(s))) else {
+            panic!("a set")
+        };
+        assert_eq!(back.encoding(), "intset");
+        assert_eq!(back.len(), 3);
+        let mut s = Set::for_member(b"x");
+        s.insert(b"x", &limits);
+        let Value::Set(back) = round_trip(&Value::Set(Box::new(s))) else {
+            panic!("a set")
+        };
+        assert_eq!(back.encoding(), "hashtable");
     }
 
     #[test]

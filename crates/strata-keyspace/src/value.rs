@@ -1,7 +1,9 @@
 //! Values: what a key holds, with Redis's encodings.
 
 use crate::compact::CompactBytes;
+use crate::hash::Hash;
 use crate::list::List;
+use crate::set::Set;
 use crate::zset::ZSet;
 
 /// Strings longer than this are "raw" even when created whole, as in Redis.
@@ -133,6 +135,8 @@ pub enum Value {
     Str(Str),
     List(Box<List>),
     ZSet(Box<ZSet>),
+    Hash(Box<Hash>),
+    Set(Box<Set>),
 }
 
 /// Redis's type names, as TYPE and SCAN TYPE use them.
@@ -182,6 +186,8 @@ impl Value {
             Value::Str(_) => ValueType::String,
             Value::List(_) => ValueType::List,
             Value::ZSet(_) => ValueType::ZSet,
+            Value::Hash(_) => ValueType::Hash,
+            Value::Set(_) => ValueType::Set,
         }
     }
 
@@ -191,6 +197,8 @@ impl Value {
             // Redis 7.0 keeps every list in a quicklist, however short.
             Value::List(_) => "quicklist",
             Value::ZSet(z) => z.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
         }
     }
 
@@ -225,9 +233,39 @@ impl Value {
         }
     }
 
+    /// The hash, if this is a hash value.
+    pub fn as_hash(&self) -> Option<&Hash> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
     pub fn as_list_mut(&mut self) -> Option<&mut List> {
         match self {
             Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn as_hash_mut(&mut self) -> Option<&mut Hash> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The set, if this is a set value.
+    pub fn as_set(&self) -> Option<&Set> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_set_mut(&mut self) -> Option<&mut Set> {
+        match self {
+            Value::Set(s) => Some(s),
             _ => None,
         }
     }
@@ -238,6 +276,8 @@ impl Value {
             Value::Str(s) => s.heap_size(),
             Value::List(l) => std::mem::size_of::<List>() + l.heap_size(),
             Value::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_size(),
+            Value::Hash(h) => std::mem::size_of::<Hash>() + h.heap_size(),
+            Value::Set(s) => std::mem::size_of::<Set>() + s.heap_size(),
         }
     }
 }

@@ -1,13 +1,16 @@
 //! The command families, one module per Redis group, each with its table entries
 //! next to its handlers.
 
+pub mod collection;
 pub mod command;
 pub mod connection;
+pub mod hash;
 pub mod keys;
 pub mod lcs;
 pub mod list;
 pub mod memory;
 pub mod server;
+pub mod set;
 pub mod string;
 pub mod transactions;
 pub mod zset;
@@ -26,6 +29,8 @@ pub const ALL: &[&[Command]] = &[
     memory::COMMANDS,
     list::COMMANDS,
     zset::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

@@ -14,6 +14,8 @@ use strata_resp::ReplyWriter;
 
 use crate::conn::ConnState;
 use crate::error::CmdError;
+use crate::notify;
+use crate::pubsub::PubSub;
 use crate::server::Server;
 use crate::table::Command;
 
@@ -34,6 +36,8 @@ pub struct Keys<'a> {
     pub ready: Vec<(usize, Vec<u8>)>,
     /// Whether to collect `ready` keys at all.
     pub track_ready: bool,
+    /// Where keyspace notifications go, if anywhere.
+    pub notify: Option<&'a PubSub>,
 }
 
 impl<'a> Keys<'a> {
@@ -47,6 +51,7 @@ impl<'a> Keys<'a> {
             all: false,
             ready: Vec::new(),
             track_ready: false,
+            notify: None,
         }
     }
 
@@ -142,6 +147,17 @@ impl<'a> Keys<'a> {
     /// Looks a key up for reading: counts a hit or a miss and records the access.
     #[inline]
     pub fn read(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        if self
+            .notify
+            .is_some_and(|h| notify::wanted(h.notify_flags(), notify::KEY_MISS))
+            && !self.exists(key)
+        {
+            let hash = self.ks.hash(key);
+            let s = self.ks.shard_of_hash(hash);
+            self.shard(s).stats.keyspace_misses += 1;
+            self.event(self.db, key, "keymiss");
+            return None;
+        }
         let hash = self.ks.hash(key);
         let s = self.ks.shard_of_hash(hash);
         let (db, now) = (self.db, self.now_ms);
@@ -217,19 +233,63 @@ impl<'a> Keys<'a> {
     }
 
     /// Records a change to `key` (Redis's `signalModifiedKey` plus a keyspace event):
-    /// counts it and tells the clients WATCHing the key.
+    /// counts it, tells the clients WATCHing the key and publishes the event (Redis's
+    /// name for it, such as "set" or "lpush") if notifications of its class are on.
     #[inline]
-    pub fn changed(&mut self, key: &[u8], _event: &'static str) {
+    pub fn changed(&mut self, key: &[u8], event: &'static str) {
         self.dirty += 1;
         let (_, db) = self.db_for(key);
         db.touch(key);
+        self.event(self.db, key, event);
     }
 
     /// [`Keys::changed`] for a key of another database (COPY ... DB, MOVE).
-    pub fn changed_in(&mut self, db: usize, key: &[u8], _event: &'static str) {
+    pub fn changed_in(&mut self, db: usize, key: &[u8], event: &'static str) {
         self.dirty += 1;
         let (_, d) = self.other_db_for(db, key);
         d.touch(key);
+        self.event(db, key, event);
+    }
+
+    /// Publishes a keyspace event without counting a change: the second event of a
+    /// command that changes a key once (SET ... EX sends "set" then "expire").
+    pub fn notify(&mut self, key: &[u8], event: &'static str) {
+        self.event(self.db, key, event);
+    }
+
+    /// Publishes a keyspace event about `key` of database `db`, after the events the
+    /// databases logged before it (an expiry or a new key the same command caused),
+    /// so that they come out in the order Redis sends them.
+    #[inline]
+    fn event(&mut self, db: usize, key: &[u8], event: &'static str) {
+        let Some(hub) = self.notify else {
+            return;
+        };
+        if hub.notify_flags() == 0 {
+            return;
+        }
+        self.flush_events();
+        notify::publish(hub, notify::class_of(event), event, key, db, self.now_ms);
+    }
+
+    /// Publishes the events the databases of the held shards logged and nobody
+    /// published yet (expiries found by lookups, keys added). Called before each
+    /// event a command sends and after each command.
+    pub fn flush_events(&mut self) {
+        let Some(hub) = self.notify else {
+            return;
+        };
+        if hub.notify_flags() == 0 {
+            return;
+        }
+        let now = self.now_ms;
+        for (_, shard) in self.guards.iter_mut() {
+            for (i, db) in shard.dbs_mut().iter_mut().enumerate() {
+                if db.has_events() {
+                    notify::publish_logged(hub, db.take_events(), i, now);
+                }
+            }
+        }
     }
 
     /// Runs `f` on one shard: a shard already held is used as is; otherwise it is

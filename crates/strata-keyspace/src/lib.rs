@@ -22,7 +22,7 @@ pub mod pack;
 pub mod value;
 
 pub use compact::CompactBytes;
-pub use db::{Db, Detached, Entry, Ttl};
+pub use db::{Db, Detached, Entry, EventFlags, KeyEvent, Ttl};
 pub use keyspace::{Keyspace, Shard, ShardStats};
 pub use list::List;
 pub use value::{Str, Value, ValueType};

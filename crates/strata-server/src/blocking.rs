@@ -206,6 +206,39 @@ impl Blocking {
     }
 }
 
+impl Blocking {
+    /// CLIENT UNBLOCK: serves the blocked client `id` with its timeout reply or an
+    /// UNBLOCKED error; false if it is not blocked.
+    pub fn unblock(&self, id: u64, with_error: bool) -> bool {
+        let found = {
+            let lists = self.lists.lock();
+            lists
+                .values()
+                .flat_map(|q| q.iter())
+                .find(|w| w.info.id == id)
+                .cloned()
+        };
+        let Some(w) = found else {
+            return false;
+        };
+        let reply = if with_error {
+            b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec()
+        } else {
+            timeout_reply(w.proto).to_vec()
+        };
+        {
+            let mut state = w.state.lock();
+            if !matches!(*state, WaiterState::Waiting) {
+                return false;
+            }
+            *state = WaiterState::Served(reply);
+        }
+        self.unregister(&w);
+        w.notify.notify_one();
+        true
+    }
+}
+
 /// The reply a blocked command gives on timeout.
 pub fn timeout_reply(proto: Protocol) -> &'static [u8] {
     match proto {

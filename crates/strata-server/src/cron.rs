@@ -45,13 +45,15 @@ pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
     let ks = &state.keyspace;
     let n = ks.num_shards();
     let deadline = Instant::now() + budget;
-    let expire = state.active_expire_enabled();
+    // Keys do not expire while clients are paused, as in Redis.
+    let expire = state.active_expire_enabled() && !state.pause.active(unix_ms());
+    let notify = state.pubsub.notify_flags() != 0;
     for k in 0..n {
         let s = (start + k) % n;
         let now = unix_ms();
         {
             let mut shard = ks.lock(s);
-            for db in shard.dbs_mut() {
+            for (i, db) in shard.dbs_mut().iter_mut().enumerate() {
                 if expire {
                     loop {
                         let (_, more) = db.expire_cycle(now, EXPIRE_BATCH);
@@ -61,6 +63,16 @@ pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
                     }
                 }
                 db.rehash_some(REHASH_SLOTS);
+                // Keyspace events of keys expired here (or by lookups whose command
+                // did not publish them).
+                if notify && db.has_events() {
+                    strata_commands::notify::publish_logged(
+                        &state.pubsub,
+                        db.take_events(),
+                        i,
+                        now,
+                    );
+                }
             }
         }
         if Instant::now() >= deadline {

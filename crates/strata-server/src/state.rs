@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, RwLock};
-use strata_commands::{ClientInfo, Registry, Server, ShutdownMode};
+use strata_commands::mailbox::{ClassLimit, OutputClass};
+use strata_commands::{ClientInfo, PubSub, Registry, Server, ShutdownMode};
 use strata_keyspace::{Detached, Keyspace};
 use tokio::sync::watch;
 
-use crate::config::{Config, ConfigSource, ProtectedAction};
+use crate::config::{ClientClass, Config, ConfigSource, ProtectedAction};
 use crate::stats::Stats;
 
 pub struct ServerState {
@@ -42,6 +43,10 @@ pub struct ServerState {
     errors: Mutex<BTreeMap<String, u64>>,
     /// Clients blocked on keys.
     pub blocking: crate::blocking::Blocking,
+    /// Pub/sub subscriptions, MONITOR clients, keyspace notifications, output limits.
+    pub pubsub: PubSub,
+    /// CLIENT PAUSE.
+    pub pause: crate::pause::Pause,
 }
 
 pub fn unix_ms() -> u64 {
@@ -91,7 +96,20 @@ impl ServerState {
             peak_memory: AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
             blocking: Default::default(),
+            pubsub: PubSub::new(),
+            pause: Default::default(),
         })
+        .with_settings_applied()
+    }
+
+    /// Mirrors the configuration the hot paths read without the lock.
+    fn with_settings_applied(self: Arc<Self>) -> Arc<Self> {
+        self.apply_changes(&[
+            "client-output-buffer-limit",
+            "notify-keyspace-events",
+            "pubsub-max-subscriptions-per-client",
+        ]);
+        self
     }
 
     pub fn next_client_id(&self) -> u64 {
@@ -156,6 +174,32 @@ impl ServerState {
                         f(cfg.loglevel.name());
                     }
                 }
+                "client-output-buffer-limit" => {
+                    for (class, ours) in [
+                        (ClientClass::Normal, OutputClass::Normal),
+                        (ClientClass::Replica, OutputClass::Replica),
+                        (ClientClass::Pubsub, OutputClass::Pubsub),
+                    ] {
+                        let l = cfg.output_buffer_limit(class);
+                        self.pubsub.limits.set(
+                            ours,
+                            ClassLimit {
+                                hard_bytes: l.hard_bytes,
+                                soft_bytes: l.soft_bytes,
+                                soft_seconds: l.soft_seconds,
+                            },
+                        );
+                    }
+                }
+                "notify-keyspace-events" => {
+                    let flags = cfg.notify_keyspace_events;
+                    self.pubsub.set_notify_flags(flags);
+                    let (expired, new) = strata_commands::notify::logged_events(flags);
+                    self.keyspace.event_flags().set(expired, new);
+                }
+                "pubsub-max-subscriptions-per-client" => self
+                    .pubsub
+                    .set_max_per_client(cfg.pubsub_max_subscriptions_per_client as usize),
                 _ => {}
             }
         }
@@ -262,5 +306,21 @@ impl Server for ServerState {
 
     fn has_blocked_clients(&self) -> bool {
         self.blocking.blocked() > 0
+    }
+
+    fn pubsub(&self) -> Option<&PubSub> {
+        Some(&self.pubsub)
+    }
+
+    fn pause_clients(&self, until_ms: u64, writes_only: bool) {
+        self.pause.pause(until_ms, writes_only, unix_ms());
+    }
+
+    fn unpause_clients(&self) {
+        self.pause.unpause();
+    }
+
+    fn unblock_client(&self, id: u64, with_error: bool) -> bool {
+        self.blocking.unblock(id, with_error)
     }
 }

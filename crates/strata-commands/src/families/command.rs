@@ -99,7 +99,12 @@ pub fn write_info(out: &mut ReplyWriter, cmd: &Command) {
     out.array(10);
     out.bulk(cmd.full_name().as_bytes());
     out.integer(cmd.arity as i64);
-    let flags: Vec<&str> = cmd.info_flags().names().collect();
+    // Redis 7.0 hides `may_replicate`.
+    let flags: Vec<&str> = cmd
+        .info_flags()
+        .names()
+        .filter(|f| *f != "may_replicate")
+        .collect();
     out.set(flags.len());
     for f in flags {
         out.simple(f.as_bytes());

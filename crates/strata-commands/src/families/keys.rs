@@ -341,7 +341,17 @@ fn unlink(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn exists(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let n = args[1..].iter().filter(|k| ctx.keys.exists(k)).count();
+    let n = args[1..]
+        .iter()
+        .filter(|k| {
+            let found = ctx.keys.exists(k);
+            if !found {
+                // A read lookup: Redis sends a key-miss event.
+                ctx.keys.notify(k, "keymiss");
+            }
+            found
+        })
+        .count();
     ctx.out.integer(n as i64);
     Ok(())
 }

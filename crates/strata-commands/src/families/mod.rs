@@ -1,12 +1,14 @@
 //! The command families, one module per Redis group, each with its table entries
 //! next to its handlers.
 
+pub mod client;
 pub mod command;
 pub mod connection;
 pub mod keys;
 pub mod lcs;
 pub mod list;
 pub mod memory;
+pub mod pubsub;
 pub mod server;
 pub mod string;
 pub mod transactions;
@@ -24,6 +26,8 @@ pub const ALL: &[&[Command]] = &[
     transactions::COMMANDS,
     memory::COMMANDS,
     list::COMMANDS,
+    pubsub::COMMANDS,
+    client::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

@@ -307,6 +307,31 @@ pub const NOT_DRAWN: &[(&str, &str)] = &[
     // Likewise MEMORY: DOCTOR, STATS, MALLOC-STATS and PURGE come with memory
     // accounting, so the help texts differ until then.
     ("memory|help", "unknown"),
+    // Pub/sub changes what a connection may send and receive (subscribed mode,
+    // messages between the replies); its transcripts are in diff_pubsub.rs.
+    ("subscribe", "diff_pubsub"),
+    ("unsubscribe", "diff_pubsub"),
+    ("psubscribe", "diff_pubsub"),
+    ("punsubscribe", "diff_pubsub"),
+    ("ssubscribe", "diff_pubsub"),
+    ("sunsubscribe", "diff_pubsub"),
+    ("publish", "diff_pubsub"),
+    ("spublish", "diff_pubsub"),
+    ("pubsub|channels", "diff_pubsub"),
+    ("pubsub|numsub", "diff_pubsub"),
+    ("pubsub|numpat", "diff_pubsub"),
+    ("pubsub|shardchannels", "diff_pubsub"),
+    ("pubsub|shardnumsub", "diff_pubsub"),
+    ("pubsub|help", "diff_pubsub"),
+    ("monitor", "diff_pubsub"),
+    // These pause, silence or unblock connections, which a one-connection stream
+    // cannot follow; they have transcripts and tests of their own (diff_pubsub.rs,
+    // client_control.rs).
+    ("client|pause", "client_control"),
+    ("client|unpause", "client_control"),
+    ("client|reply", "diff_pubsub"),
+    ("client|unblock", "client_control"),
+    ("client|no-evict", "diff_pubsub"),
 ];
 
 /// One step of a stream.

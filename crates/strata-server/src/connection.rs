@@ -283,9 +283,10 @@ fn step(
     {
         state.count_error(reply);
     }
-    if conn.info.mailbox.bytes() > 0 {
+    if conn.info.mailbox.bytes() > 0 && !conn.info.monitor.load(Ordering::Relaxed) {
         // What the command published to this very client (a RESP3 subscriber's own
-        // PUBLISH, keyspace events) goes before its reply, as in Redis.
+        // PUBLISH, keyspace events) goes before its reply, as in Redis. A MONITOR
+        // client's own command line comes after its reply.
         let mut mail = Vec::new();
         conn.info.mailbox.drain_into(&mut mail);
         out.splice(reply_at..reply_at, mail);

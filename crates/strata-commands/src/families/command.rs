@@ -316,7 +316,12 @@ fn keys_of<'a>(
     } else {
         Registry::subcommand(base, argv[1]).ok_or_else(invalid)?
     };
-    if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {
+    // Key specs flagged `not_key` (shard channels) name no keys.
+    let no_keys = cmd
+        .key_specs
+        .iter()
+        .all(|s| s.flags.contains(crate::spec::KeyFlags::NOT_KEY));
+    if no_keys && cmd.getkeys.is_none() {
         return Err(CmdError::err("The command has no key arguments"));
     }
     if !arity_ok(cmd.arity, argv.len()) {

@@ -456,6 +456,8 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let ttl = expire.map_or(Ttl::Persist, Ttl::At);
     let wakes = wakes_blocked(&value);
+    // Redis deletes the old value and adds the copy, so the key counts as new.
+    db.remove(hash, dst, now);
     db.set(hash, dst, value, ttl, now);
     ctx.keys.changed_in(dst_db, dst, "copy_to");
     if wakes {

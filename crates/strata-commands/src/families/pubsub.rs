@@ -122,6 +122,16 @@ pub const COMMANDS: &[Command] = &[
         complexity: "Depends on subcommand.",
         subcommands: &[
             Command {
+                name: "help",
+                arity: 2,
+                flags: flags!(LOADING, STALE),
+                since: "6.2.0",
+                summary: "Show helpful text about the different subcommands",
+                complexity: "O(1)",
+                handler: Some(help),
+                ..PUBSUB_SUB
+            },
+            Command {
                 name: "channels",
                 arity: -2,
                 summary: "List active channels",
@@ -135,6 +145,15 @@ pub const COMMANDS: &[Command] = &[
                 summary: "Get the count of subscribers for channels",
                 complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
                 handler: Some(numsub),
+                ..PUBSUB_SUB
+            },
+            Command {
+                name: "shardnumsub",
+                arity: -2,
+                since: "7.0.0",
+                summary: "Get the count of subscribers for shard channels",
+                complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+                handler: Some(shardnumsub),
                 ..PUBSUB_SUB
             },
             Command {
@@ -152,25 +171,6 @@ pub const COMMANDS: &[Command] = &[
                 summary: "List active shard channels",
                 complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
                 handler: Some(shardchannels),
-                ..PUBSUB_SUB
-            },
-            Command {
-                name: "shardnumsub",
-                arity: -2,
-                since: "7.0.0",
-                summary: "Get the count of subscribers for shard channels",
-                complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-                handler: Some(shardnumsub),
-                ..PUBSUB_SUB
-            },
-            Command {
-                name: "help",
-                arity: 2,
-                flags: flags!(LOADING, STALE),
-                since: "6.2.0",
-                summary: "Show helpful text about the different subcommands",
-                complexity: "O(1)",
-                handler: Some(help),
                 ..PUBSUB_SUB
             },
         ],

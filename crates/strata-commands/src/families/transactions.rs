@@ -183,9 +183,14 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         ctx.cmd = cmd;
         let Some(handler) = cmd.handler else { continue };
         let start = ctx.out.buffer().len();
+        let silent = ctx.conn.reply.silent();
         if let Err(e) = handler(ctx, args) {
             ctx.out.buffer().truncate(start);
             ctx.out.error(e.to_string().as_bytes());
+        }
+        // CLIENT REPLY OFF run earlier in the transaction drops the later replies.
+        if silent && ctx.conn.reply.silent() {
+            ctx.out.buffer().truncate(start);
         }
         // A queued command's SELECT applies to the commands after it.
         ctx.keys.db = ctx.conn.db;

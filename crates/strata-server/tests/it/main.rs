@@ -7,6 +7,7 @@ mod basics;
 mod blocking;
 mod clients;
 mod diff_list;
+mod diff_pubsub;
 mod differential;
 mod protocol;
 mod random_diff;

@@ -259,7 +259,8 @@ fn list_channels(ctx: &mut Ctx, args: &[&[u8]], kind: Kind) -> CmdResult {
 fn count_subscribers(ctx: &mut Ctx, args: &[&[u8]], kind: Kind) -> CmdResult {
     let hub = hub(ctx)?;
     let names = &args[2..];
-    ctx.out.map(names.len());
+    // A flat array even in RESP3, as in Redis 7.0.
+    ctx.out.array(names.len() * 2);
     for n in names {
         ctx.out.bulk(n);
         ctx.out.integer(hub.numsub(kind, n) as i64);

@@ -10,5 +10,6 @@ mod diff_list;
 mod diff_pubsub;
 mod differential;
 mod protocol;
+mod pubsub;
 mod random_diff;
 mod transactions;

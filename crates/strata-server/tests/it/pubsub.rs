@@ -154,10 +154,7 @@ fn a_subscriber_that_stops_reading_is_closed_at_its_output_limit() {
     let payload = vec![b'x'; 64 * 1024];
     let mut publisher = server.client();
     let mut batch = Vec::new();
-    strata_resp::value::encode_request(
-        [b"PUBLISH".as_slice(), b"flood", &payload].into_iter(),
-        &mut batch,
-    );
+    strata_resp::value::encode_request([b"PUBLISH".as_slice(), b"flood", &payload], &mut batch);
     let mut received = 0usize;
     let mut buf = vec![0u8; 1 << 20];
     healthy

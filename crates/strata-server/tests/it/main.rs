@@ -5,6 +5,7 @@ mod support;
 
 mod basics;
 mod blocking;
+mod client_control;
 mod clients;
 mod diff_list;
 mod diff_pubsub;

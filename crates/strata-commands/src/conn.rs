@@ -254,6 +254,9 @@ pub struct ConnState {
     pub subs: Subscriptions,
     /// CLIENT REPLY: how replies are suppressed.
     pub reply: ReplyMode,
+    /// The command runs again on behalf of a blocked client (MONITOR showed it
+    /// already).
+    pub replaying: bool,
 }
 
 /// CLIENT REPLY's state, as Redis's `CLIENT_REPLY_OFF`, `CLIENT_REPLY_SKIP` and
@@ -292,6 +295,7 @@ impl ConnState {
             watch_dirty,
             subs: Subscriptions::default(),
             reply: ReplyMode::default(),
+            replaying: false,
         }
     }
 

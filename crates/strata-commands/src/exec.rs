@@ -297,7 +297,9 @@ pub fn run(
     if dirty > 0 {
         server.add_dirty(dirty);
     }
-    if let Some(hub) = hub {
+    if let Some(hub) = hub
+        && !conn.replaying
+    {
         crate::monitor::feed(hub, conn, cmd, argv, now_ms);
     }
     Outcome {

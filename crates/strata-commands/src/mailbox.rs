@@ -144,7 +144,7 @@ impl SoftLimitClock {
             } else {
                 soft = now_ms.saturating_sub(since) / 1000 > limit.soft_seconds;
             }
-        } else {
+        } else if self.0.load(Ordering::Relaxed) != 0 {
             self.0.store(0, Ordering::Relaxed);
         }
         hard || soft

@@ -444,3 +444,108 @@ fn sync_counts(conn: &ConnState) {
     info.psub.store(conn.subs.patterns.len(), Ordering::Relaxed);
     info.ssub.store(conn.subs.shard.len(), Ordering::Relaxed);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(id: u64) -> ConnState {
+        let info = Arc::new(ClientInfo::new(
+            id,
+            format!("127.0.0.1:{id}"),
+            "127.0.0.1:6379".into(),
+            -1,
+            0,
+            Box::new(|| {}),
+        ));
+        ConnState::new(info, true)
+    }
+
+    fn mail(c: &ConnState) -> Vec<u8> {
+        let mut out = Vec::new();
+        c.info.mailbox.drain_into(&mut out);
+        out
+    }
+
+    #[test]
+    fn subscribe_publish_and_forget() {
+        let hub = PubSub::new();
+        let (mut a, mut b) = (conn(1), conn(2));
+        let mut out = Vec::new();
+        let mut w = ReplyWriter::new(&mut out, Protocol::Resp2);
+        hub.subscribe(&mut a, Kind::Channel, &[b"news", b"news"], &mut w)
+            .expect("subscribed");
+        hub.subscribe(&mut a, Kind::Pattern, &[b"n*"], &mut w)
+            .expect("subscribed");
+        b.set_proto(Protocol::Resp3);
+        hub.subscribe(&mut b, Kind::Pattern, &[b"n*"], &mut w)
+            .expect("subscribed");
+        assert_eq!(
+            out,
+            b"*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n\
+              *3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n\
+              *3\r\n$10\r\npsubscribe\r\n$2\r\nn*\r\n:2\r\n\
+              *3\r\n$10\r\npsubscribe\r\n$2\r\nn*\r\n:1\r\n"
+        );
+        assert_eq!(hub.publish(b"news", b"hi", false, 0), 3);
+        assert_eq!(
+            mail(&a),
+            b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n\
+              *4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
+        );
+        assert_eq!(
+            mail(&b),
+            b">4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
+        );
+        assert_eq!((hub.numsub(Kind::Channel, b"news"), hub.numpat()), (1, 1));
+        assert_eq!(a.info.flags(), "P");
+        hub.forget(&mut a);
+        hub.forget(&mut b);
+        assert_eq!((hub.numsub(Kind::Channel, b"news"), hub.numpat()), (0, 0));
+        assert_eq!(hub.publish(b"news", b"hi", false, 0), 0);
+        assert_eq!(a.info.flags(), "N");
+    }
+
+    #[test]
+    fn the_cap_refuses_a_whole_command() {
+        let hub = PubSub::new();
+        hub.set_max_per_client(2);
+        let mut a = conn(1);
+        let mut out = Vec::new();
+        let mut w = ReplyWriter::new(&mut out, Protocol::Resp2);
+        hub.subscribe(&mut a, Kind::Channel, &[b"x"], &mut w)
+            .expect("within the cap");
+        assert!(
+            hub.subscribe(&mut a, Kind::Shard, &[b"y", b"z"], &mut w)
+                .is_err()
+        );
+        assert_eq!(a.subs.total(), 1);
+        hub.subscribe(&mut a, Kind::Shard, &[b"y", b"y"], &mut w)
+            .expect("within the cap");
+        assert_eq!(a.subs.total(), 2);
+    }
+
+    #[test]
+    fn a_receiver_past_its_limit_is_closed() {
+        let hub = PubSub::new();
+        hub.limits.set(
+            crate::mailbox::OutputClass::Pubsub,
+            crate::mailbox::ClassLimit {
+                hard_bytes: 100,
+                soft_bytes: 0,
+                soft_seconds: 0,
+            },
+        );
+        let mut a = conn(1);
+        let mut out = Vec::new();
+        let mut w = ReplyWriter::new(&mut out, Protocol::Resp2);
+        hub.subscribe(&mut a, Kind::Channel, &[b"c"], &mut w)
+            .expect("subscribed");
+        hub.publish(b"c", &[b'x'; 40], false, 0);
+        assert!(!a.info.is_killed());
+        hub.publish(b"c", &[b'x'; 40], false, 0);
+        assert!(a.info.is_killed());
+        assert!(a.info.output_limit_reached.load(Ordering::Relaxed));
+        assert_eq!(a.info.mailbox.bytes(), 0, "its backlog is dropped");
+    }
+}

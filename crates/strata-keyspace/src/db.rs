@@ -670,4 +670,30 @@ mod tests {
         };
         assert_eq!(d.random_key(100, &mut rng), Some(b"live".to_vec()));
     }
+
+    #[test]
+    fn events_are_logged_only_when_asked() {
+        let mut d = db();
+        set(&mut d, "a", "1", Ttl::At(10), 0);
+        get(&mut d, "a", 20);
+        assert!(!d.has_events());
+        let flags = Arc::new(EventFlags::default());
+        d.set_event_flags(flags.clone());
+        flags.set(true, true);
+        set(&mut d, "b", "1", Ttl::At(10), 0);
+        set(&mut d, "b", "2", Ttl::Keep, 0);
+        set(&mut d, "c", "1", Ttl::At(5), 0);
+        assert_eq!(d.expire_cycle(7, 10), (1, false));
+        get(&mut d, "b", 20);
+        assert_eq!(
+            d.take_events(),
+            vec![
+                (KeyEvent::New, b"b".to_vec()),
+                (KeyEvent::New, b"c".to_vec()),
+                (KeyEvent::Expired, b"c".to_vec()),
+                (KeyEvent::Expired, b"b".to_vec()),
+            ]
+        );
+        assert!(!d.has_events());
+    }
 }

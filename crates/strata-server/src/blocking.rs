@@ -162,6 +162,8 @@ impl Blocking {
         let mut conn = ConnState::new(w.info.clone(), true);
         conn.set_db(w.db);
         conn.set_proto(w.proto);
+        // MONITOR showed the command when it blocked.
+        conn.replaying = true;
         let argv: Vec<&[u8]> = w.argv.iter().map(Vec::as_slice).collect();
         let mut out = Vec::new();
         let outcome = execute(

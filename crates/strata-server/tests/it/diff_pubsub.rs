@@ -96,6 +96,15 @@ impl Duo {
         self.record(format!("#{i} {cmd:?} (no reply)"), &want, &got);
     }
 
+    /// Sends a command without waiting for its reply (one that blocks).
+    fn send_only(&mut self, i: usize, cmd: &[&str]) {
+        let args: Vec<&[u8]> = cmd.iter().map(|a| a.as_bytes()).collect();
+        let (r, s) = &mut self.conns[i];
+        r.send(&args);
+        s.send(&args);
+        sleep(QUIET);
+    }
+
     /// Compares what connection `i` received since its last step.
     fn received(&mut self, i: usize) {
         let (r, s) = &mut self.conns[i];
@@ -394,7 +403,7 @@ fn mask_monitor(raw: &[u8]) -> Vec<u8> {
 
 #[test]
 fn monitor_lines_match_redis() {
-    let Some(mut d) = Duo::start(&[], 2) else {
+    let Some(mut d) = Duo::start(&[], 3) else {
         return;
     };
     d.mask = mask_monitor;
@@ -416,6 +425,10 @@ fn monitor_lines_match_redis() {
         (1, &["EXEC"]),
         (1, &["SELECT", "0"]),
     ]);
+    // A blocked command is shown when it blocks, not again when served.
+    d.send_only(2, &["BLPOP", "bl", "0"]);
+    d.run(1, &["RPUSH", "bl", "x"]);
+    d.received(2);
     d.received(0);
     d.run(0, &["GET", "k"]);
     // MONITOR again gets no reply.

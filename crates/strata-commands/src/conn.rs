@@ -10,6 +10,7 @@ use strata_resp::Protocol;
 
 use crate::mailbox::{Mailbox, OutputClass, OutputLimits, SoftLimitClock};
 use crate::pubsub::Subscriptions;
+use crate::tracking::TrackingState;
 
 /// What CLIENT LIST shows of a connection; shared between the connection and the
 /// server's client registry. Fields are atomics updated by the connection's own task.
@@ -54,6 +55,10 @@ pub struct ClientInfo {
     pub no_evict: AtomicBool,
     /// Closed for passing its output-buffer limit.
     pub output_limit_reached: AtomicBool,
+    /// CLIENT TRACKING settings (flags `t`, `R`, `B`; `redir=`).
+    pub tracking: Mutex<TrackingState>,
+    /// Whether tracking is on, readable without the lock.
+    pub tracking_on: AtomicBool,
     /// Wakes the connection's task so it notices `killed` or its mailbox.
     waker: Box<dyn Fn() + Send + Sync>,
 }
@@ -93,6 +98,8 @@ impl ClientInfo {
             monitor: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
             output_limit_reached: AtomicBool::new(false),
+            tracking: Mutex::new(TrackingState::default()),
+            tracking_on: AtomicBool::new(false),
             waker,
         }
     }
@@ -180,6 +187,16 @@ impl ClientInfo {
         if self.blocked.load(Ordering::Relaxed) {
             f.push('b');
         }
+        if self.tracking_on.load(Ordering::Relaxed) {
+            let t = self.tracking.lock();
+            f.push('t');
+            if t.broken {
+                f.push('R');
+            }
+            if t.bcast {
+                f.push('B');
+            }
+        }
         if self.watch_dirty.load(Ordering::Relaxed) {
             f.push('d');
         }
@@ -257,6 +274,11 @@ pub struct ConnState {
     /// The command runs again on behalf of a blocked client (MONITOR showed it
     /// already).
     pub replaying: bool,
+    /// CLIENT CACHING YES/NO, for the next command.
+    pub caching: bool,
+    /// Frames that must follow the reply of the command just run (invalidations of
+    /// keys this client changed itself).
+    pub after_reply: Vec<u8>,
 }
 
 /// CLIENT REPLY's state, as Redis's `CLIENT_REPLY_OFF`, `CLIENT_REPLY_SKIP` and
@@ -296,6 +318,8 @@ impl ConnState {
             subs: Subscriptions::default(),
             reply: ReplyMode::default(),
             replaying: false,
+            caching: false,
+            after_reply: Vec::new(),
         }
     }
 

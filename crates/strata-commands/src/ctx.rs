@@ -36,8 +36,12 @@ pub struct Keys<'a> {
     pub ready: Vec<(usize, Vec<u8>)>,
     /// Whether to collect `ready` keys at all.
     pub track_ready: bool,
-    /// Where keyspace notifications go, if anywhere.
+    /// Where keyspace notifications and tracking invalidations go, if anywhere.
     pub notify: Option<&'a PubSub>,
+    /// The client running the command (0 for the server itself).
+    pub client_id: u64,
+    /// Tracking invalidations not sent yet (see [`crate::tracking::Pending`]).
+    pub tracking: crate::tracking::Pending,
 }
 
 impl<'a> Keys<'a> {
@@ -52,6 +56,8 @@ impl<'a> Keys<'a> {
             ready: Vec::new(),
             track_ready: false,
             notify: None,
+            client_id: 0,
+            tracking: Default::default(),
         }
     }
 
@@ -241,6 +247,7 @@ impl<'a> Keys<'a> {
         let (_, db) = self.db_for(key);
         db.touch(key);
         self.event(self.db, key, event);
+        self.invalidate(key);
     }
 
     /// [`Keys::changed`] for a key of another database (COPY ... DB, MOVE).
@@ -249,6 +256,31 @@ impl<'a> Keys<'a> {
         let (_, d) = self.other_db_for(db, key);
         d.touch(key);
         self.event(db, key, event);
+        self.invalidate(key);
+    }
+
+    /// Tells the clients tracking `key` that it changed.
+    #[inline]
+    fn invalidate(&mut self, key: &[u8]) {
+        if let Some(hub) = self.notify
+            && hub.tracking.active() > 0
+        {
+            hub.tracking.invalidate(
+                key,
+                self.client_id,
+                &hub.limits,
+                &mut self.tracking,
+                self.now_ms,
+            );
+        }
+    }
+
+    /// The databases were flushed: every tracking client must drop its cache.
+    pub fn flushed(&mut self) {
+        if let Some(hub) = self.notify {
+            hub.tracking
+                .flushed(self.client_id, &hub.limits, &mut self.tracking, self.now_ms);
+        }
     }
 
     /// Publishes a keyspace event without counting a change: the second event of a
@@ -279,15 +311,26 @@ impl<'a> Keys<'a> {
         let Some(hub) = self.notify else {
             return;
         };
-        if hub.notify_flags() == 0 {
+        let tracking = hub.tracking.active() > 0;
+        if hub.notify_flags() == 0 && !tracking {
             return;
         }
         let now = self.now_ms;
         for (_, shard) in self.guards.iter_mut() {
             for (i, db) in shard.dbs_mut().iter_mut().enumerate() {
-                if db.has_events() {
-                    notify::publish_logged(hub, db.take_events(), i, now);
+                if !db.has_events() {
+                    continue;
                 }
+                let events = db.take_events();
+                if tracking {
+                    for (event, key) in &events {
+                        if *event == strata_keyspace::KeyEvent::Expired {
+                            hub.tracking
+                                .invalidate(key, 0, &hub.limits, &mut self.tracking, now);
+                        }
+                    }
+                }
+                notify::publish_logged(hub, events, i, now);
             }
         }
     }

@@ -123,6 +123,10 @@ pub fn execute(
     }
     conn.reply.skip = conn.reply.skip_next;
     conn.reply.skip_next = false;
+    // CLIENT CACHING applies to the next command (the whole of a transaction).
+    if conn.multi.is_none() && outcome.cmd.is_none_or(|c| c.parent != Some("client")) {
+        conn.caching = false;
+    }
     outcome
 }
 
@@ -265,6 +269,7 @@ pub fn run(
     keys.track_ready = server.has_blocked_clients();
     let hub = server.pubsub();
     keys.notify = hub;
+    keys.client_id = conn.info.id;
     lock_for(&mut keys, cmd, argv);
     let proto = conn.proto;
     let start = out.len();
@@ -276,7 +281,18 @@ pub fn run(
         cmd,
     };
     let result = handler(&mut ctx, argv);
+    remember_reads(&mut ctx, cmd, argv);
     ctx.keys.flush_events();
+    if let Some(hub) = hub
+        && hub.tracking.active() > 0
+    {
+        let keys = &mut ctx.keys;
+        hub.tracking
+            .flush_bcast(keys.client_id, &hub.limits, &mut keys.tracking, keys.now_ms);
+        ctx.conn
+            .after_reply
+            .append(&mut ctx.keys.tracking.after_reply);
+    }
     let dirty = ctx.keys.dirty;
     let ready = std::mem::take(&mut ctx.keys.ready);
     drop(ctx);
@@ -309,6 +325,35 @@ pub fn run(
         dirty,
         ready,
     }
+}
+
+/// CLIENT TRACKING: remembers the keys a read-only command of a tracking client
+/// read (not in BCAST mode; with OPTIN only after CLIENT CACHING YES, with OPTOUT
+/// unless CLIENT CACHING NO).
+pub fn remember_reads(ctx: &mut Ctx, cmd: &Command, argv: &[&[u8]]) {
+    let info = &ctx.conn.info;
+    if !info.tracking_on.load(Ordering::Relaxed) || !cmd.flags.contains(Flags::READONLY) {
+        return;
+    }
+    let Some(hub) = ctx.server.pubsub() else {
+        return;
+    };
+    {
+        let t = info.tracking.lock();
+        let caching = ctx.conn.caching;
+        if t.bcast || (t.optin && !caching) || (t.optout && caching) {
+            return;
+        }
+    }
+    let positions = key_positions(cmd, argv);
+    let keys = &mut ctx.keys;
+    hub.tracking.remember(
+        info.id,
+        positions.iter().filter_map(|&i| argv.get(i).copied()),
+        &hub.limits,
+        &mut keys.tracking,
+        keys.now_ms,
+    );
 }
 
 /// Locks the shards of the command's keys before it runs.

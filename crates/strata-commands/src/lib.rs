@@ -24,6 +24,7 @@ pub mod pubsub;
 pub mod server;
 pub mod spec;
 pub mod table;
+pub mod tracking;
 
 pub use conn::{BlockRequest, ClientInfo, ConnState};
 pub use ctx::{Ctx, Keys};

@@ -148,6 +148,8 @@ pub struct PubSub {
     max_per_client: AtomicUsize,
     /// `client-output-buffer-limit`, as the server last set it.
     pub limits: OutputLimits,
+    /// CLIENT TRACKING.
+    pub tracking: crate::tracking::Tracker,
 }
 
 impl std::fmt::Debug for PubSub {
@@ -423,6 +425,14 @@ impl PubSub {
 
     pub fn set_notify_flags(&self, flags: u32) {
         self.notify_flags.store(flags, Ordering::Relaxed);
+    }
+
+    /// Tells the keyspace which of its events someone needs now: expired keys for
+    /// notifications or client tracking, new keys for notifications.
+    pub fn sync_event_flags(&self, ks: &strata_keyspace::Keyspace) {
+        let (expired, new) = crate::notify::logged_events(self.notify_flags());
+        ks.event_flags()
+            .set(expired || self.tracking.active() > 0, new);
     }
 }
 

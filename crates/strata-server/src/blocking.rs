@@ -174,6 +174,7 @@ impl Blocking {
             &argv,
             unix_ms(),
         );
+        out.append(&mut conn.after_reply);
         if conn.block.is_some() || out.starts_with(b"-WRONGTYPE") {
             // Still nothing for it (or a value it cannot take, which Redis 7.0 also
             // leaves blocked clients waiting through).

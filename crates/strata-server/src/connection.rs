@@ -62,6 +62,12 @@ pub async fn serve(
     let mut conn = ConnState::new(info.clone(), !requirepass);
     let result = run(&state, &mut stream, &mut conn, wake).await;
     state.pubsub.forget(&mut conn);
+    if info.tracking_on.load(Ordering::Relaxed) {
+        state.pubsub.tracking.disable(&info);
+        state.pubsub.sync_event_flags(&state.keyspace);
+    }
+    // Gone, for those who redirect their tracking here.
+    info.killed.store(true, Ordering::Release);
     if info.output_limit_reached.load(Ordering::Relaxed) {
         let line =
             strata_commands::families::connection::client_line(&info, unix_ms(), &state.registry);
@@ -291,6 +297,8 @@ fn step(
         conn.info.mailbox.drain_into(&mut mail);
         out.splice(reply_at..reply_at, mail);
     }
+    // Invalidations of keys this client changed itself follow its reply.
+    out.append(&mut conn.after_reply);
 
     let blocked = conn.block.take().map(|req| {
         let owned: Vec<Vec<u8>> = argv.iter().map(|a| a.to_vec()).collect();

@@ -47,7 +47,9 @@ pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
     let deadline = Instant::now() + budget;
     // Keys do not expire while clients are paused, as in Redis.
     let expire = state.active_expire_enabled() && !state.pause.active(unix_ms());
-    let notify = state.pubsub.notify_flags() != 0;
+    let hub = &state.pubsub;
+    let notify = hub.notify_flags() != 0 || hub.tracking.active() > 0;
+    let mut tracking = strata_commands::tracking::Pending::default();
     for k in 0..n {
         let s = (start + k) % n;
         let now = unix_ms();
@@ -65,16 +67,20 @@ pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
                 db.rehash_some(REHASH_SLOTS);
                 // Keyspace events of keys expired here (or by lookups whose command
                 // did not publish them).
+                // Clients tracking expired keys are told too.
                 if notify && db.has_events() {
-                    strata_commands::notify::publish_logged(
-                        &state.pubsub,
-                        db.take_events(),
-                        i,
-                        now,
-                    );
+                    let events = db.take_events();
+                    for (event, key) in &events {
+                        if *event == strata_keyspace::KeyEvent::Expired {
+                            hub.tracking
+                                .invalidate(key, 0, &hub.limits, &mut tracking, now);
+                        }
+                    }
+                    strata_commands::notify::publish_logged(hub, events, i, now);
                 }
             }
         }
+        hub.tracking.flush_bcast(0, &hub.limits, &mut tracking, now);
         if Instant::now() >= deadline {
             return (s + 1) % n;
         }

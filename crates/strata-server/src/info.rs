@@ -187,7 +187,12 @@ fn clients(state: &ServerState, out: &mut String) {
         "{}",
         state.blocking.blocked() + state.pause.waiting.load(Ordering::Relaxed)
     );
-    field!(out, "tracking_clients", "0");
+    field!(
+        out,
+        "tracking_clients",
+        "{}",
+        state.pubsub.tracking.active()
+    );
     field!(out, "clients_in_timeout_table", "0");
 }
 

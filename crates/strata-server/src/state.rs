@@ -108,6 +108,7 @@ impl ServerState {
             "client-output-buffer-limit",
             "notify-keyspace-events",
             "pubsub-max-subscriptions-per-client",
+            "tracking-table-max-keys",
         ]);
         self
     }
@@ -192,14 +193,17 @@ impl ServerState {
                     }
                 }
                 "notify-keyspace-events" => {
-                    let flags = cfg.notify_keyspace_events;
-                    self.pubsub.set_notify_flags(flags);
-                    let (expired, new) = strata_commands::notify::logged_events(flags);
-                    self.keyspace.event_flags().set(expired, new);
+                    self.pubsub.set_notify_flags(cfg.notify_keyspace_events);
+                    self.pubsub.sync_event_flags(&self.keyspace);
                 }
                 "pubsub-max-subscriptions-per-client" => self
                     .pubsub
                     .set_max_per_client(cfg.pubsub_max_subscriptions_per_client as usize),
+                "tracking-table-max-keys" => self
+                    .pubsub
+                    .tracking
+                    .max_keys
+                    .store(cfg.tracking_table_max_keys as usize, Ordering::Relaxed),
                 _ => {}
             }
         }

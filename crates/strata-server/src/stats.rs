@@ -222,7 +222,8 @@ impl Stats {
         let commands = self.commands_processed();
         let mut s = self.samples.lock();
         if s.last_ms != 0 && now_ms > s.last_ms {
-            let rate = (commands - s.last_commands) * 1000 / (now_ms - s.last_ms);
+            // CONFIG RESETSTAT may have zeroed the counters since the last sample.
+            let rate = commands.saturating_sub(s.last_commands) * 1000 / (now_ms - s.last_ms);
             let i = s.next;
             s.samples[i] = rate;
             s.next = (i + 1) % s.samples.len();

@@ -176,6 +176,10 @@ pub const COMMANDS: &[Command] = &[
             crate::families::client::UNBLOCK,
             crate::families::client::NO_EVICT,
             crate::families::client::REPLY,
+            crate::families::client::TRACKING,
+            crate::families::client::CACHING,
+            crate::families::client::GETREDIR,
+            crate::families::client::TRACKINGINFO,
             crate::families::client::HELP,
         ],
         ..CONNECTION
@@ -378,7 +382,10 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     if let Some(hub) = ctx.server.pubsub() {
         hub.forget(ctx.conn);
+        hub.tracking.disable(&ctx.conn.info);
+        hub.sync_event_flags(ctx.keys.ks);
     }
+    ctx.conn.caching = false;
     ctx.conn.reply = Default::default();
     ctx.conn.info.no_evict.store(false, Ordering::Relaxed);
     ctx.conn.set_multi(None);
@@ -431,7 +438,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64, registry: &crate::table::Registr
     let oll = c.mailbox.len();
     let omem = c.mailbox.bytes();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user=default redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -454,6 +461,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64, registry: &crate::table::Registr
         omem,
         qbuf + qbuf_free + obl + omem,
         cmd,
+        crate::families::client::redirect_of(c),
         c.resp.load(Ordering::Relaxed),
     )
 }

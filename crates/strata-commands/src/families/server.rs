@@ -211,6 +211,7 @@ fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     });
     ctx.server.free_later(detached);
     ctx.keys.dirty += removed.max(1);
+    ctx.keys.flushed();
     ctx.out.ok();
     Ok(())
 }
@@ -225,6 +226,7 @@ fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let removed: u64 = detached.iter().map(|d| d.len() as u64).sum();
     ctx.server.free_later(detached);
     ctx.keys.dirty += removed.max(1);
+    ctx.keys.flushed();
     ctx.out.ok();
     Ok(())
 }

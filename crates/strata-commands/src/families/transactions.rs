@@ -194,6 +194,7 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         }
         // A queued command's SELECT applies to the commands after it.
         ctx.keys.db = ctx.conn.db;
+        crate::exec::remember_reads(ctx, cmd, args);
         if let Some(hub) = ctx.server.pubsub() {
             crate::monitor::feed(hub, ctx.conn, cmd, args, ctx.keys.now_ms);
         }

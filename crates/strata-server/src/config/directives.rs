@@ -948,6 +948,19 @@ static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "tracking-table-max-keys",
+        alias: None,
+        mutability: Mutable,
+        summary: "The most keys CLIENT TRACKING remembers; past it keys are invalidated \
+                  to make room (0 = no limit).",
+        kind: Kind::Int {
+            min: 0,
+            max: LONG_MAX as i64,
+            get: |c| widen(c.tracking_table_max_keys),
+            set: |c, v| narrow(&mut c.tracking_table_max_keys, v),
+        },
+    },
+    Directive {
         name: "pubsub-max-subscriptions-per-client",
         alias: None,
         mutability: Mutable,
@@ -1083,6 +1096,7 @@ mod tests {
                 "client-query-buffer-limit",
                 "client-output-buffer-limit",
                 "notify-keyspace-events",
+                "tracking-table-max-keys",
                 "pubsub-max-subscriptions-per-client",
                 "enable-debug-command",
                 "io-threads",

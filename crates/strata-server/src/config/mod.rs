@@ -302,6 +302,8 @@ pub struct Config {
     pub client_output_buffer_limit: [ClientOutputBufferLimit; 3],
     /// `notify-keyspace-events`: none (the classes as `strata_commands::notify` flags).
     pub notify_keyspace_events: u32,
+    /// `tracking-table-max-keys`: 1,000,000.
+    pub tracking_table_max_keys: u64,
     /// `pubsub-max-subscriptions-per-client`: 0, no limit (strata-specific).
     pub pubsub_max_subscriptions_per_client: u32,
     /// `enable-debug-command`: no.
@@ -413,6 +415,7 @@ impl Default for Config {
                 },
             ],
             notify_keyspace_events: 0,
+            tracking_table_max_keys: 1_000_000,
             pubsub_max_subscriptions_per_client: 0,
             enable_debug_command: ProtectedAction::No,
             io_threads: cpus.clamp(1, 128),

@@ -105,11 +105,46 @@ impl Duo {
         sleep(QUIET);
     }
 
+    /// The client ids of connection `i` on Redis and on strata.
+    fn ids(&mut self, i: usize) -> (String, String) {
+        let (r, s) = &mut self.conns[i];
+        let id = |c: &mut Raw| match c.cmd(&["CLIENT", "ID"]) {
+            strata_resp::value::Value::Integer(n) => n.to_string(),
+            other => panic!("CLIENT ID: {other:?}"),
+        };
+        (id(r), id(s))
+    }
+
+    /// Runs a command naming a client id: `{id}` stands for `ids`' id on each side.
+    fn run_with_id(&mut self, i: usize, cmd: &[&str], ids: &(String, String)) {
+        let fill = |id: &str| -> Vec<Vec<u8>> {
+            cmd.iter()
+                .map(|a| a.replace("{id}", id).into_bytes())
+                .collect()
+        };
+        let (ra, sa) = (fill(&ids.0), fill(&ids.1));
+        let (r, s) = &mut self.conns[i];
+        r.send(&ra.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        s.send(&sa.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let want = r.read_with_rest(QUIET);
+        let got = s.read_with_rest(QUIET);
+        let (want, got) = (want.replace_id(&ids.0), got.replace_id(&ids.1));
+        self.record(format!("#{i} {cmd:?}"), &want, &got);
+    }
+
     /// Compares what connection `i` received since its last step.
     fn received(&mut self, i: usize) {
         let (r, s) = &mut self.conns[i];
         let want = r.read_quiet(QUIET * 3);
         let got = s.read_quiet(QUIET * 3);
+        self.record(format!("#{i} received"), &want, &got);
+    }
+
+    /// [`Duo::received`] where messages name a client id.
+    fn received_with_id(&mut self, i: usize, ids: &(String, String)) {
+        let (r, s) = &mut self.conns[i];
+        let want = r.read_quiet(QUIET * 3).replace_id(&ids.0);
+        let got = s.read_quiet(QUIET * 3).replace_id(&ids.1);
         self.record(format!("#{i} received"), &want, &got);
     }
 
@@ -382,6 +417,20 @@ fn client_reply_matches_redis() {
     d.finish();
 }
 
+/// Writes a client id as `{id}`, so that replies naming it compare equal.
+trait ReplaceId {
+    fn replace_id(&self, id: &str) -> Vec<u8>;
+}
+
+impl ReplaceId for Vec<u8> {
+    fn replace_id(&self, id: &str) -> Vec<u8> {
+        String::from_utf8_lossy(self)
+            .replace(&format!(":{id}\r\n"), ":{id}\r\n")
+            .replace(&format!("redir={id} "), "redir={id} ")
+            .into_bytes()
+    }
+}
+
 /// Replaces MONITOR timestamps and client addresses, which differ by nature.
 fn mask_monitor(raw: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(raw);
@@ -538,5 +587,155 @@ fn keyspace_notifications_match_redis() {
     d.run(1, &["CONFIG", "SET", "notify-keyspace-events", ""]);
     d.run(1, &["SET", "a", "1"]);
     d.received(0);
+    d.finish();
+}
+
+#[test]
+fn client_tracking_matches_redis() {
+    let Some(mut d) = Duo::start(&[], 4) else {
+        return;
+    };
+    d.script(&[
+        (0, &["CLIENT", "TRACKING"]),
+        (0, &["CLIENT", "TRACKING", "maybe"]),
+        (0, &["CLIENT", "TRACKING", "on", "foo"]),
+        (0, &["CLIENT", "TRACKING", "on", "PREFIX", "a"]),
+        (0, &["CLIENT", "TRACKING", "on", "OPTIN", "OPTOUT"]),
+        (0, &["CLIENT", "TRACKING", "on", "BCAST", "OPTIN"]),
+        (0, &["CLIENT", "TRACKING", "on", "REDIRECT", "99999"]),
+        (0, &["CLIENT", "TRACKING", "on", "REDIRECT", "abc"]),
+        (
+            0,
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "ab", "PREFIX", "a",
+            ],
+        ),
+        (
+            0,
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a", "PREFIX", "b", "PREFIX", "a",
+            ],
+        ),
+        (0, &["CLIENT", "GETREDIR"]),
+        (0, &["CLIENT", "TRACKINGINFO"]),
+        (0, &["CLIENT", "CACHING", "yes"]),
+        (0, &["CLIENT", "TRACKING", "off"]),
+        (0, &["CLIENT", "TRACKING", "on"]),
+        (0, &["CLIENT", "GETREDIR"]),
+        (0, &["CLIENT", "TRACKINGINFO"]),
+        (0, &["CLIENT", "CACHING", "yes"]),
+        (0, &["CLIENT", "CACHING", "maybe"]),
+        (0, &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "x"]),
+        (0, &["CLIENT", "TRACKING", "on", "OPTOUT"]),
+        (0, &["CLIENT", "TRACKINGINFO"]),
+        (0, &["CLIENT", "CACHING", "no"]),
+        (0, &["CLIENT", "TRACKINGINFO"]),
+        (0, &["CLIENT", "TRACKING", "on", "OPTIN"]),
+        (0, &["CLIENT", "TRACKING", "off"]),
+    ]);
+    // Default mode, RESP3: reads are remembered, the first change is announced.
+    d.run_unchecked(0, &["HELLO", "3"]);
+    d.script(&[
+        (0, &["CLIENT", "TRACKING", "on"]),
+        (0, &["CLIENT", "TRACKINGINFO"]),
+        (0, &["GET", "k"]),
+        (0, &["MGET", "k", "k2"]),
+        (1, &["SET", "k", "1"]),
+        (1, &["SET", "k", "2"]),
+        (1, &["SET", "k2", "2"]),
+    ]);
+    d.received(0);
+    d.script(&[
+        (0, &["GET", "k"]),
+        // Its own change: the invalidation follows the reply.
+        (0, &["SET", "k", "3"]),
+        (0, &["GET", "k"]),
+        (0, &["STRLEN", "k"]),
+        (1, &["DEL", "k"]),
+        (0, &["GET", "e"]),
+        (1, &["SET", "e", "v", "PX", "1"]),
+    ]);
+    d.received(0);
+    d.script(&[(0, &["GET", "f"]), (1, &["FLUSHALL"])]);
+    d.received(0);
+    // MULTI/EXEC: the reads inside are remembered.
+    d.script(&[
+        (0, &["MULTI"]),
+        (0, &["GET", "m1"]),
+        (0, &["SET", "m2", "x"]),
+        (0, &["EXEC"]),
+        (1, &["SET", "m1", "1"]),
+    ]);
+    d.received(0);
+    // NOLOOP: no invalidation for its own changes.
+    d.script(&[
+        (0, &["CLIENT", "TRACKING", "off"]),
+        (0, &["CLIENT", "TRACKING", "on", "NOLOOP"]),
+        (0, &["GET", "n"]),
+        (0, &["SET", "n", "1"]),
+        (1, &["SET", "n", "2"]),
+    ]);
+    d.received(0);
+    // BCAST with prefixes.
+    d.script(&[
+        (0, &["CLIENT", "TRACKING", "off"]),
+        (
+            0,
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "p", "PREFIX", "q",
+            ],
+        ),
+        (0, &["CLIENT", "TRACKINGINFO"]),
+        (0, &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "pq"]),
+        (0, &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "r"]),
+        (0, &["CLIENT", "TRACKINGINFO"]),
+        (1, &["MSET", "p1", "1", "q1", "2", "z", "3", "p2", "4"]),
+    ]);
+    d.received(0);
+    d.script(&[
+        (0, &["SET", "p3", "x"]),
+        (0, &["CLIENT", "TRACKING", "off"]),
+        (0, &["CLIENT", "TRACKING", "on", "BCAST"]),
+        (1, &["INCR", "anything"]),
+    ]);
+    d.received(0);
+    d.run(0, &["CLIENT", "TRACKING", "off"]);
+    // REDIRECT to a RESP2 subscriber, OPTIN.
+    let sub = d.ids(2);
+    d.run(2, &["SUBSCRIBE", "__redis__:invalidate"]);
+    d.run_unchecked(3, &["HELLO", "3"]);
+    d.run_with_id(
+        3,
+        &["CLIENT", "TRACKING", "on", "REDIRECT", "{id}", "OPTIN"],
+        &sub,
+    );
+    d.run_with_id(3, &["CLIENT", "GETREDIR"], &sub);
+    d.run_with_id(3, &["CLIENT", "TRACKINGINFO"], &sub);
+    d.script(&[
+        (3, &["GET", "o1"]),
+        (3, &["CLIENT", "CACHING", "yes"]),
+        (3, &["GET", "o2"]),
+        (3, &["GET", "o3"]),
+        (1, &["MSET", "o1", "1", "o2", "2", "o3", "3"]),
+        (1, &["FLUSHDB"]),
+    ]);
+    d.received(2);
+    d.received(3);
+    // The redirection goes away: the tracking client is told once.
+    d.run(2, &["QUIT"]);
+    sleep(QUIET);
+    d.script(&[
+        (3, &["CLIENT", "CACHING", "yes"]),
+        (3, &["GET", "o4"]),
+        (1, &["SET", "o4", "x"]),
+    ]);
+    d.received_with_id(3, &sub);
+    d.run_with_id(3, &["CLIENT", "TRACKINGINFO"], &sub);
+    d.script(&[
+        (3, &["CLIENT", "CACHING", "yes"]),
+        (3, &["GET", "o5"]),
+        (1, &["SET", "o5", "x"]),
+    ]);
+    d.received_with_id(3, &sub);
     d.finish();
 }

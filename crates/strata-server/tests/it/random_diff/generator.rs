@@ -301,9 +301,8 @@ pub const NOT_DRAWN: &[(&str, &str)] = &[
     ("command|count", "command|errors"),
     ("command|list", "command|errors"),
     ("command|docs", "command|errors"),
-    // Redis's CLIENT has subcommands strata does not implement yet, so its help
-    // differs; the unknown-subcommand path is drawn under "unknown".
-    ("client|help", "unknown"),
+    // Compared with Redis's text in client_control.rs.
+    ("client|help", "client_control"),
     // Likewise MEMORY: DOCTOR, STATS, MALLOC-STATS and PURGE come with memory
     // accounting, so the help texts differ until then.
     ("memory|help", "unknown"),
@@ -332,6 +331,11 @@ pub const NOT_DRAWN: &[(&str, &str)] = &[
     ("client|reply", "diff_pubsub"),
     ("client|unblock", "client_control"),
     ("client|no-evict", "diff_pubsub"),
+    // Client-side caching needs several connections: diff_pubsub.rs.
+    ("client|tracking", "diff_pubsub"),
+    ("client|caching", "diff_pubsub"),
+    ("client|getredir", "diff_pubsub"),
+    ("client|trackinginfo", "diff_pubsub"),
 ];
 
 /// One step of a stream.

@@ -4,8 +4,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
+use bytes::Bytes;
 use parking_lot::Mutex;
 use strata_resp::Protocol;
+
+use crate::mailbox::{Mailbox, OutputClass, OutputLimits, SoftLimitClock};
+use crate::pubsub::Subscriptions;
+use crate::tracking::TrackingState;
 
 /// What CLIENT LIST shows of a connection; shared between the connection and the
 /// server's client registry. Fields are atomics updated by the connection's own task.
@@ -36,7 +41,25 @@ pub struct ClientInfo {
     pub multi: std::sync::atomic::AtomicI64,
     /// Whether the client waits in a blocking command (flag `b`).
     pub blocked: AtomicBool,
-    /// Wakes the connection's task so it notices `killed`.
+    /// Frames other connections sent it (pub/sub messages, MONITOR lines).
+    pub mailbox: Mailbox,
+    /// Since when its pending output has been past its soft limit.
+    pub soft_limit: SoftLimitClock,
+    /// Its channel, pattern and shard-channel subscriptions (`sub=`, `psub=`, `ssub=`).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    pub ssub: AtomicUsize,
+    /// In MONITOR mode (flag `O`).
+    pub monitor: AtomicBool,
+    /// CLIENT NO-EVICT ON (flag `e`).
+    pub no_evict: AtomicBool,
+    /// Closed for passing its output-buffer limit.
+    pub output_limit_reached: AtomicBool,
+    /// CLIENT TRACKING settings (flags `t`, `R`, `B`; `redir=`).
+    pub tracking: Mutex<TrackingState>,
+    /// Whether tracking is on, readable without the lock.
+    pub tracking_on: AtomicBool,
+    /// Wakes the connection's task so it notices `killed` or its mailbox.
     waker: Box<dyn Fn() + Send + Sync>,
 }
 
@@ -67,7 +90,71 @@ impl ClientInfo {
             watch_dirty: Arc::new(AtomicBool::new(false)),
             multi: std::sync::atomic::AtomicI64::new(-1),
             blocked: AtomicBool::new(false),
+            mailbox: Mailbox::default(),
+            soft_limit: SoftLimitClock::default(),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
+            monitor: AtomicBool::new(false),
+            no_evict: AtomicBool::new(false),
+            output_limit_reached: AtomicBool::new(false),
+            tracking: Mutex::new(TrackingState::default()),
+            tracking_on: AtomicBool::new(false),
             waker,
+        }
+    }
+
+    /// Wakes the connection's task.
+    pub fn wake(&self) {
+        (self.waker)();
+    }
+
+    /// Whether it holds any subscription (flag `P`; pub/sub output class).
+    pub fn is_pubsub(&self) -> bool {
+        self.sub.load(Ordering::Relaxed)
+            + self.psub.load(Ordering::Relaxed)
+            + self.ssub.load(Ordering::Relaxed)
+            > 0
+    }
+
+    /// The `client-output-buffer-limit` class it falls in (MONITOR clients count as
+    /// normal clients, as in Redis).
+    pub fn output_class(&self) -> OutputClass {
+        if self.is_pubsub() {
+            OutputClass::Pubsub
+        } else {
+            OutputClass::Normal
+        }
+    }
+
+    /// Bytes waiting to be written to it: its mailbox and its unwritten replies.
+    pub fn pending_output(&self) -> usize {
+        self.mailbox.bytes() + self.obuf.load(Ordering::Relaxed)
+    }
+
+    /// Checks the pending output against the limits of its class; past them the
+    /// client is closed (and its mailbox emptied). Returns whether it was closed.
+    pub fn check_output_limits(&self, limits: &OutputLimits, pending: usize, now_ms: u64) -> bool {
+        let limit = limits.get(self.output_class());
+        if !self.soft_limit.exceeded(limit, pending, now_ms) {
+            return false;
+        }
+        self.output_limit_reached.store(true, Ordering::Relaxed);
+        self.mailbox.clear();
+        self.kill();
+        true
+    }
+
+    /// Queues a frame for it and wakes it, closing it instead if that takes it past
+    /// its output-buffer limits.
+    pub fn deliver(&self, frame: Bytes, limits: &OutputLimits, now_ms: u64) {
+        if self.is_killed() {
+            return;
+        }
+        let queued = self.mailbox.push(frame);
+        let pending = queued + self.obuf.load(Ordering::Relaxed);
+        if !self.check_output_limits(limits, pending, now_ms) {
+            self.wake();
         }
     }
 
@@ -88,14 +175,33 @@ impl ClientInfo {
     /// CLIENT LIST's `flags=` letters, in Redis's order (`N` when none apply).
     pub fn flags(&self) -> String {
         let mut f = String::new();
+        if self.monitor.load(Ordering::Relaxed) {
+            f.push('O');
+        }
+        if self.is_pubsub() {
+            f.push('P');
+        }
         if self.multi.load(Ordering::Relaxed) >= 0 {
             f.push('x');
         }
         if self.blocked.load(Ordering::Relaxed) {
             f.push('b');
         }
+        if self.tracking_on.load(Ordering::Relaxed) {
+            let t = self.tracking.lock();
+            f.push('t');
+            if t.broken {
+                f.push('R');
+            }
+            if t.bcast {
+                f.push('B');
+            }
+        }
         if self.watch_dirty.load(Ordering::Relaxed) {
             f.push('d');
+        }
+        if self.no_evict.load(Ordering::Relaxed) {
+            f.push('e');
         }
         if f.is_empty() {
             f.push('N');
@@ -161,6 +267,37 @@ pub struct ConnState {
     /// The keys WATCHed, and the flag any change to them raises.
     pub watched: Vec<Watched>,
     pub watch_dirty: Arc<AtomicBool>,
+    /// Its pub/sub subscriptions.
+    pub subs: Subscriptions,
+    /// CLIENT REPLY: how replies are suppressed.
+    pub reply: ReplyMode,
+    /// The command runs again on behalf of a blocked client (MONITOR showed it
+    /// already).
+    pub replaying: bool,
+    /// CLIENT CACHING YES/NO, for the next command.
+    pub caching: bool,
+    /// Frames that must follow the reply of the command just run (invalidations of
+    /// keys this client changed itself).
+    pub after_reply: Vec<u8>,
+}
+
+/// CLIENT REPLY's state, as Redis's `CLIENT_REPLY_OFF`, `CLIENT_REPLY_SKIP` and
+/// `CLIENT_REPLY_SKIP_NEXT` flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplyMode {
+    /// CLIENT REPLY OFF.
+    pub off: bool,
+    /// The reply of the command running now is dropped.
+    pub skip: bool,
+    /// The reply of the next command is dropped (CLIENT REPLY SKIP).
+    pub skip_next: bool,
+}
+
+impl ReplyMode {
+    /// Whether replies are being dropped.
+    pub fn silent(self) -> bool {
+        self.off || self.skip
+    }
 }
 
 impl ConnState {
@@ -178,7 +315,18 @@ impl ConnState {
             multi: None,
             watched: Vec::new(),
             watch_dirty,
+            subs: Subscriptions::default(),
+            reply: ReplyMode::default(),
+            replaying: false,
+            caching: false,
+            after_reply: Vec::new(),
         }
+    }
+
+    /// Whether the client is in RESP2's subscribed mode, where only a few commands
+    /// are allowed.
+    pub fn in_subscribed_mode(&self) -> bool {
+        self.proto == Protocol::Resp2 && self.subs.any()
     }
 
     /// Starts (`Some`) or ends (`None`) a transaction, keeping CLIENT LIST's view in

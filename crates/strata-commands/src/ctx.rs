@@ -15,6 +15,8 @@ use strata_resp::ReplyWriter;
 use crate::conn::ConnState;
 use crate::effects::{LogRule, Record, RecordKind};
 use crate::error::CmdError;
+use crate::notify;
+use crate::pubsub::PubSub;
 use crate::server::Server;
 use crate::table::Command;
 
@@ -44,6 +46,12 @@ pub struct Keys<'a> {
     explicit_ops: Vec<(usize, Vec<u8>, Vec<Vec<u8>>)>,
     /// Records of the commands run so far, for the log.
     pub records: Vec<Record>,
+    /// Where keyspace notifications and tracking invalidations go, if anywhere.
+    pub notify: Option<&'a PubSub>,
+    /// The client running the command (0 for the server itself).
+    pub client_id: u64,
+    /// Tracking invalidations not sent yet (see [`crate::tracking::Pending`]).
+    pub tracking: crate::tracking::Pending,
 }
 
 impl<'a> Keys<'a> {
@@ -61,6 +69,9 @@ impl<'a> Keys<'a> {
             changed_keys: Vec::new(),
             explicit_ops: Vec::new(),
             records: Vec::new(),
+            notify: None,
+            client_id: 0,
+            tracking: Default::default(),
         }
     }
 
@@ -156,6 +167,17 @@ impl<'a> Keys<'a> {
     /// Looks a key up for reading: counts a hit or a miss and records the access.
     #[inline]
     pub fn read(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        if self
+            .notify
+            .is_some_and(|h| notify::wanted(h.notify_flags(), notify::KEY_MISS))
+            && !self.exists(key)
+        {
+            let hash = self.ks.hash(key);
+            let s = self.ks.shard_of_hash(hash);
+            self.shard(s).stats.keyspace_misses += 1;
+            self.event(self.db, key, "keymiss");
+            return None;
+        }
         let hash = self.ks.hash(key);
         let s = self.ks.shard_of_hash(hash);
         let (db, now) = (self.db, self.now_ms);
@@ -231,21 +253,26 @@ impl<'a> Keys<'a> {
     }
 
     /// Records a change to `key` (Redis's `signalModifiedKey` plus a keyspace event):
-    /// counts it and tells the clients WATCHing the key.
+    /// counts it, tells the clients WATCHing the key and publishes the event (Redis's
+    /// name for it, such as "set" or "lpush") if notifications of its class are on.
     #[inline]
-    pub fn changed(&mut self, key: &[u8], _event: &'static str) {
+    pub fn changed(&mut self, key: &[u8], event: &'static str) {
         self.dirty += 1;
         let (_, db) = self.db_for(key);
         db.touch(key);
         self.note_changed(self.db, key);
+        self.event(self.db, key, event);
+        self.invalidate(key);
     }
 
     /// [`Keys::changed`] for a key of another database (COPY ... DB, MOVE).
-    pub fn changed_in(&mut self, db: usize, key: &[u8], _event: &'static str) {
+    pub fn changed_in(&mut self, db: usize, key: &[u8], event: &'static str) {
         self.dirty += 1;
         let (_, d) = self.other_db_for(db, key);
         d.touch(key);
         self.note_changed(db, key);
+        self.event(db, key, event);
+        self.invalidate(key);
     }
 
     fn note_changed(&mut self, db: usize, key: &[u8]) {
@@ -301,6 +328,82 @@ impl<'a> Keys<'a> {
             let (_, db) = self.other_db_for(db_index, &key);
             let records = crate::effects::record_for(db_index, db, &key, now, rule, argv, &ops);
             self.records.extend(records);
+        }
+    }
+
+    /// Tells the clients tracking `key` that it changed.
+    #[inline]
+    fn invalidate(&mut self, key: &[u8]) {
+        if let Some(hub) = self.notify
+            && hub.tracking.active() > 0
+        {
+            hub.tracking.invalidate(
+                key,
+                self.client_id,
+                &hub.limits,
+                &mut self.tracking,
+                self.now_ms,
+            );
+        }
+    }
+
+    /// The databases were flushed: every tracking client must drop its cache.
+    pub fn flushed(&mut self) {
+        if let Some(hub) = self.notify {
+            hub.tracking
+                .flushed(self.client_id, &hub.limits, &mut self.tracking, self.now_ms);
+        }
+    }
+
+    /// Publishes a keyspace event without counting a change: the second event of a
+    /// command that changes a key once (SET ... EX sends "set" then "expire").
+    pub fn notify(&mut self, key: &[u8], event: &'static str) {
+        self.event(self.db, key, event);
+    }
+
+    /// Publishes a keyspace event about `key` of database `db`, after the events the
+    /// databases logged before it (an expiry or a new key the same command caused),
+    /// so that they come out in the order Redis sends them.
+    #[inline]
+    fn event(&mut self, db: usize, key: &[u8], event: &'static str) {
+        let Some(hub) = self.notify else {
+            return;
+        };
+        if hub.notify_flags() == 0 {
+            return;
+        }
+        self.flush_events();
+        notify::publish(hub, notify::class_of(event), event, key, db, self.now_ms);
+    }
+
+    /// Publishes the events the databases of the held shards logged and nobody
+    /// published yet (expiries found by lookups, keys added). Called before each
+    /// event a command sends and after each command.
+    pub fn flush_events(&mut self) {
+        let Some(hub) = self.notify else {
+            return;
+        };
+        let tracking = hub.tracking.active() > 0;
+        if hub.notify_flags() == 0 && !tracking {
+            return;
+        }
+        let now = self.now_ms;
+        for (_, shard) in self.guards.iter_mut() {
+            for (i, db) in shard.dbs_mut().iter_mut().enumerate() {
+                if !db.has_events() {
+                    continue;
+                }
+                let events = db.take_events();
+                if tracking {
+                    for (event, key) in &events {
+                        if *event == strata_keyspace::KeyEvent::Expired {
+                            hub.tracking
+                                .invalidate(key, 0, &hub.limits, &mut self.tracking, now);
+                        }
+                    }
+                }
+                notify::publish_logged(hub, events, i, now);
+            }
         }
     }
 

@@ -106,8 +106,53 @@ pub fn unknown_command(argv: &[&[u8]]) -> CmdError {
     CmdError::Other(text.into())
 }
 
-/// Runs `argv` for a connection, appending the reply to `out`.
+/// Runs `argv` for a connection, appending the reply to `out` (unless CLIENT REPLY
+/// says to drop it).
 pub fn execute(
+    server: &dyn Server,
+    ks: &Keyspace,
+    conn: &mut ConnState,
+    out: &mut Vec<u8>,
+    argv: &[&[u8]],
+    now_ms: u64,
+) -> Outcome {
+    let start = out.len();
+    let silent_before = conn.reply.silent();
+    let outcome = dispatch(server, ks, conn, out, argv, now_ms);
+    // As in Redis, a reply is dropped if replies were off when the command began and
+    // still are (CLIENT REPLY ON answers OK); pub/sub confirmations always go out.
+    if silent_before && conn.reply.silent() && !outcome.cmd.is_some_and(is_subscription) {
+        out.truncate(start);
+    }
+    conn.reply.skip = conn.reply.skip_next;
+    conn.reply.skip_next = false;
+    // CLIENT CACHING applies to the next command (the whole of a transaction).
+    if conn.multi.is_none() && outcome.cmd.is_none_or(|c| c.parent != Some("client")) {
+        conn.caching = false;
+    }
+    outcome
+}
+
+/// The (un)subscribe commands, whose confirmations Redis sends even with replies off.
+fn is_subscription(cmd: &Command) -> bool {
+    cmd.parent.is_none()
+        && matches!(
+            cmd.name,
+            "subscribe"
+                | "unsubscribe"
+                | "psubscribe"
+                | "punsubscribe"
+                | "ssubscribe"
+                | "sunsubscribe"
+        )
+}
+
+/// The commands RESP2's subscribed mode allows.
+fn allowed_when_subscribed(cmd: &Command) -> bool {
+    is_subscription(cmd) || (cmd.parent.is_none() && matches!(cmd.name, "ping" | "quit" | "reset"))
+}
+
+fn dispatch(
     server: &dyn Server,
     ks: &Keyspace,
     conn: &mut ConnState,
@@ -131,6 +176,26 @@ pub fn execute(
     };
     if !conn.authenticated && !cmd.flags.contains(Flags::NO_AUTH) {
         return reject(ks, conn, out, Some(cmd), b"NOAUTH Authentication required.");
+    }
+    if conn.in_subscribed_mode() && !allowed_when_subscribed(cmd) {
+        let text = format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            cmd.full_name()
+        );
+        return reject(ks, conn, out, Some(cmd), text.as_bytes());
+    }
+    if conn.info.monitor.load(Ordering::Relaxed)
+        && cmd
+            .flags
+            .intersects(Flags::READONLY | Flags::WRITE | Flags::MAY_REPLICATE)
+    {
+        return reject(
+            ks,
+            conn,
+            out,
+            Some(cmd),
+            b"ERR Replica can't interact with the keyspace",
+        );
     }
     if conn.multi.is_some() && !runs_in_multi(cmd) {
         if cmd.flags.contains(Flags::NO_MULTI) {
@@ -221,6 +286,9 @@ pub fn run(
     let mut keys = Keys::new(ks, conn.db, now_ms);
     keys.track_ready = server.has_blocked_clients();
     keys.logging = server.logging();
+    let hub = server.pubsub();
+    keys.notify = hub;
+    keys.client_id = conn.info.id;
     lock_for(&mut keys, cmd, argv);
     let proto = conn.proto;
     let start = out.len();
@@ -233,6 +301,18 @@ pub fn run(
     };
     let result = handler(&mut ctx, argv);
     ctx.keys.finish_command(cmd.log_rule, argv);
+    remember_reads(&mut ctx, cmd, argv);
+    ctx.keys.flush_events();
+    if let Some(hub) = hub
+        && hub.tracking.active() > 0
+    {
+        let keys = &mut ctx.keys;
+        hub.tracking
+            .flush_bcast(keys.client_id, &hub.limits, &mut keys.tracking, keys.now_ms);
+        ctx.conn
+            .after_reply
+            .append(&mut ctx.keys.tracking.after_reply);
+    }
     let dirty = ctx.keys.dirty;
     let ready = std::mem::take(&mut ctx.keys.ready);
     let records = std::mem::take(&mut ctx.keys.records);
@@ -268,6 +348,11 @@ pub fn run(
     if dirty > 0 {
         server.add_dirty(dirty);
     }
+    if let Some(hub) = hub
+        && !conn.replaying
+    {
+        crate::monitor::feed(hub, conn, cmd, argv, now_ms);
+    }
     Outcome {
         cmd: Some(cmd),
         rejected: false,
@@ -278,6 +363,35 @@ pub fn run(
     }
 }
 
+/// CLIENT TRACKING: remembers the keys a read-only command of a tracking client
+/// read (not in BCAST mode; with OPTIN only after CLIENT CACHING YES, with OPTOUT
+/// unless CLIENT CACHING NO).
+pub fn remember_reads(ctx: &mut Ctx, cmd: &Command, argv: &[&[u8]]) {
+    let info = &ctx.conn.info;
+    if !info.tracking_on.load(Ordering::Relaxed) || !cmd.flags.contains(Flags::READONLY) {
+        return;
+    }
+    let Some(hub) = ctx.server.pubsub() else {
+        return;
+    };
+    {
+        let t = info.tracking.lock();
+        let caching = ctx.conn.caching;
+        if t.bcast || (t.optin && !caching) || (t.optout && caching) {
+            return;
+        }
+    }
+    let positions = key_positions(cmd, argv);
+    let keys = &mut ctx.keys;
+    hub.tracking.remember(
+        info.id,
+        positions.iter().filter_map(|&i| argv.get(i).copied()),
+        &hub.limits,
+        &mut keys.tracking,
+        keys.now_ms,
+    );
+}
+
 /// Locks the shards of the command's keys before it runs.
 fn lock_for(keys: &mut Keys<'_>, cmd: &Command, argv: &[&[u8]]) {
     // The common case, one key at a fixed position, without building a list.
@@ -285,6 +399,7 @@ fn lock_for(keys: &mut Keys<'_>, cmd: &Command, argv: &[&[u8]]) {
         && let (BeginSearch::Index(i), FindKeys::Range { last_key: 0, .. }) =
             (spec.begin, spec.find)
         && cmd.getkeys.is_none()
+        && !spec.flags.contains(crate::spec::KeyFlags::NOT_KEY)
     {
         if let Some(key) = argv.get(i as usize) {
             keys.lock_keys(std::iter::once(*key));

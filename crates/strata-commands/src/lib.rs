@@ -17,15 +17,21 @@ pub mod error;
 pub mod exec;
 pub mod families;
 pub mod longdouble;
+pub mod mailbox;
+pub mod monitor;
+pub mod notify;
 pub mod parse;
+pub mod pubsub;
 pub mod server;
 pub mod spec;
 pub mod table;
+pub mod tracking;
 
 pub use conn::{BlockRequest, ClientInfo, ConnState};
 pub use ctx::{Ctx, Keys};
 pub use error::{CmdError, CmdResult};
 pub use exec::{Outcome, execute};
+pub use pubsub::PubSub;
 pub use server::{KeyspaceSummary, Server, ShutdownMode};
 pub use table::{Command, Registry};
 

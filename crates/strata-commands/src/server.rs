@@ -105,4 +105,24 @@ pub trait Server: Send + Sync {
     fn loading(&self) -> bool {
         false
     }
+
+    /// The pub/sub hub (subscriptions, MONITOR clients, keyspace notifications);
+    /// `None` for a server without one, such as a test's fake.
+    fn pubsub(&self) -> Option<&crate::pubsub::PubSub> {
+        None
+    }
+
+    /// CLIENT PAUSE: holds clients' commands (only those that write, with
+    /// `writes_only`) until `until_ms` (Unix milliseconds). A pause already in force
+    /// is only ever extended and widened, as in Redis.
+    fn pause_clients(&self, _until_ms: u64, _writes_only: bool) {}
+
+    /// CLIENT UNPAUSE.
+    fn unpause_clients(&self) {}
+
+    /// CLIENT UNBLOCK: ends the wait of a client blocked in a command, as on timeout or
+    /// with an error; false if that client is not blocked.
+    fn unblock_client(&self, _id: u64, _with_error: bool) -> bool {
+        false
+    }
 }

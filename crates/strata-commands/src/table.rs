@@ -313,7 +313,13 @@ pub fn key_positions(cmd: &Command, argv: &[&[u8]]) -> Vec<usize> {
         return getkeys(argv);
     }
     let mut keys = Vec::new();
-    for spec in cmd.key_specs {
+    // Shard channels are named by `not_key` specs: they route like keys in a cluster
+    // but are not keys.
+    for spec in cmd
+        .key_specs
+        .iter()
+        .filter(|s| !s.flags.contains(KeyFlags::NOT_KEY))
+    {
         spec_keys(spec, argv, &mut keys);
     }
     keys

@@ -14,10 +14,18 @@
 //! - An entry's `expire_at` is non-zero exactly when the index lists `(expire_at, hash)`
 //!   for it; all changes of `expire_at` go through this module.
 //! - A method that finds an expired entry removes it and counts it in `expired`.
+//!
+//! # Events
+//!
+//! Keyspace notifications need to know about keys removed by expiry and keys added,
+//! wherever in the code that happens. When the keyspace's [`EventFlags`] ask for them,
+//! the database logs such keys in order ([`Db::take_events`]); the caller publishes
+//! them. When nobody listens the cost is one relaxed atomic load per insertion or
+//! expiry.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::KeyHasher;
 use crate::compact::CompactBytes;
@@ -102,6 +110,39 @@ struct Watch {
     expired_at_watch: bool,
 }
 
+/// Something that happened to a key inside the database, for keyspace notifications.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// The key was removed because its time had come (lazily or actively).
+    Expired,
+    /// The key was added (it did not exist before).
+    New,
+}
+
+/// Which [`KeyEvent`]s the databases log, shared by every database of a keyspace.
+#[derive(Debug, Default)]
+pub struct EventFlags(AtomicU8);
+
+impl EventFlags {
+    const EXPIRED: u8 = 1;
+    const NEW: u8 = 2;
+
+    /// Turns the logging of each kind of event on or off.
+    pub fn set(&self, expired: bool, new: bool) {
+        let bits = if expired { Self::EXPIRED } else { 0 } | if new { Self::NEW } else { 0 };
+        self.0.store(bits, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn wants(&self, event: KeyEvent) -> bool {
+        let bit = match event {
+            KeyEvent::Expired => Self::EXPIRED,
+            KeyEvent::New => Self::NEW,
+        };
+        self.0.load(Ordering::Relaxed) & bit != 0
+    }
+}
+
 /// One database of one shard.
 pub struct Db {
     dict: Dict<Box<Entry>, KeyHasher>,
@@ -112,6 +153,9 @@ pub struct Db {
     pub expired: u64,
     /// WATCHed keys and their watchers (empty unless someone watches).
     watches: HashMap<Vec<u8>, Vec<Watch>>,
+    /// Which events to log, and the events logged and not yet taken.
+    event_flags: Arc<EventFlags>,
+    events: Vec<(KeyEvent, Vec<u8>)>,
 }
 
 impl Db {
@@ -122,7 +166,32 @@ impl Db {
             expires_len: 0,
             expired: 0,
             watches: HashMap::new(),
+            event_flags: Arc::default(),
+            events: Vec::new(),
         }
+    }
+
+    /// Shares the keyspace's event flags with this database.
+    pub(crate) fn set_event_flags(&mut self, flags: Arc<EventFlags>) {
+        self.event_flags = flags;
+    }
+
+    #[inline]
+    fn log(&mut self, event: KeyEvent, key: &[u8]) {
+        if self.event_flags.wants(event) {
+            self.events.push((event, key.to_vec()));
+        }
+    }
+
+    /// Whether events are waiting to be taken.
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    /// The events logged since the last call, oldest first.
+    pub fn take_events(&mut self) -> Vec<(KeyEvent, Vec<u8>)> {
+        std::mem::take(&mut self.events)
     }
 
     #[inline]
@@ -180,6 +249,7 @@ impl Db {
             self.index_remove(when, hash);
             self.expired += 1;
             self.touch_expired(removed.key());
+            self.log(KeyEvent::Expired, removed.key());
             return None;
         }
         Some(pos)
@@ -244,6 +314,7 @@ impl Db {
                 };
                 self.dict.insert(hash, Box::new(entry));
                 self.index_add(when, hash);
+                self.log(KeyEvent::New, key);
                 None
             }
         }
@@ -267,6 +338,7 @@ impl Db {
             expire_at: 0,
             lru: lru_clock(now_ms),
         };
+        self.log(KeyEvent::New, key);
         let (e, _) = self.dict.get_or_insert_with(hash, key, || Box::new(entry));
         (e, true)
     }
@@ -304,6 +376,7 @@ impl Db {
         let old = self.take(hash, &entry.key, now_ms).map(|e| e.value);
         entry.expire_at = when;
         self.index_add(when, hash);
+        self.log(KeyEvent::New, &entry.key);
         self.dict.insert(hash, entry);
         old
     }
@@ -339,6 +412,7 @@ impl Db {
                 removed += 1;
                 self.expired += 1;
                 self.touch_expired(e.key());
+                self.log(KeyEvent::Expired, e.key());
             }
         }
         let more = self
@@ -595,5 +669,31 @@ mod tests {
             x
         };
         assert_eq!(d.random_key(100, &mut rng), Some(b"live".to_vec()));
+    }
+
+    #[test]
+    fn events_are_logged_only_when_asked() {
+        let mut d = db();
+        set(&mut d, "a", "1", Ttl::At(10), 0);
+        get(&mut d, "a", 20);
+        assert!(!d.has_events());
+        let flags = Arc::new(EventFlags::default());
+        d.set_event_flags(flags.clone());
+        flags.set(true, true);
+        set(&mut d, "b", "1", Ttl::At(10), 0);
+        set(&mut d, "b", "2", Ttl::Keep, 0);
+        set(&mut d, "c", "1", Ttl::At(5), 0);
+        assert_eq!(d.expire_cycle(7, 10), (1, false));
+        get(&mut d, "b", 20);
+        assert_eq!(
+            d.take_events(),
+            vec![
+                (KeyEvent::New, b"b".to_vec()),
+                (KeyEvent::New, b"c".to_vec()),
+                (KeyEvent::Expired, b"c".to_vec()),
+                (KeyEvent::Expired, b"b".to_vec()),
+            ]
+        );
+        assert!(!d.has_events());
     }
 }

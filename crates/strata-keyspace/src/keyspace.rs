@@ -14,7 +14,9 @@
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::KeyHasher;
-use crate::db::{Db, Detached};
+use std::sync::Arc;
+
+use crate::db::{Db, Detached, EventFlags};
 
 /// Counters kept per shard (under its lock, so no atomics on the hot path).
 #[derive(Clone, Copy, Debug, Default)]
@@ -29,9 +31,15 @@ pub struct Shard {
 }
 
 impl Shard {
-    fn new(databases: usize, hasher: &KeyHasher) -> Shard {
+    fn new(databases: usize, hasher: &KeyHasher, events: &Arc<EventFlags>) -> Shard {
         Shard {
-            dbs: (0..databases).map(|_| Db::new(hasher.clone())).collect(),
+            dbs: (0..databases)
+                .map(|_| {
+                    let mut db = Db::new(hasher.clone());
+                    db.set_event_flags(events.clone());
+                    db
+                })
+                .collect(),
             stats: ShardStats::default(),
         }
     }
@@ -90,6 +98,7 @@ pub struct Keyspace {
     shift: u32,
     hasher: KeyHasher,
     databases: usize,
+    events: Arc<EventFlags>,
 }
 
 impl Keyspace {
@@ -98,14 +107,22 @@ impl Keyspace {
     pub fn new(databases: usize, shards: usize) -> Keyspace {
         let shards = shards.max(1).next_power_of_two();
         let hasher = KeyHasher::default();
+        let events = Arc::new(EventFlags::default());
         Keyspace {
             shards: (0..shards)
-                .map(|_| Padded(Mutex::new(Shard::new(databases, &hasher))))
+                .map(|_| Padded(Mutex::new(Shard::new(databases, &hasher, &events))))
                 .collect(),
             shift: 64 - shards.trailing_zeros(),
             hasher,
             databases,
+            events,
         }
+    }
+
+    /// Which key events the databases log for keyspace notifications (see
+    /// [`Db::take_events`]).
+    pub fn event_flags(&self) -> &EventFlags {
+        &self.events
     }
 
     pub fn databases(&self) -> usize {

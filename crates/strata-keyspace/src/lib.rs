@@ -28,7 +28,7 @@ pub mod value;
 pub mod zset;
 
 pub use compact::CompactBytes;
-pub use db::{Db, Detached, Entry, Ttl};
+pub use db::{Db, Detached, Entry, EventFlags, KeyEvent, Ttl};
 pub use hash::Hash;
 pub use keyspace::{Keyspace, Shard, ShardStats};
 pub use list::List;

@@ -163,6 +163,8 @@ impl Blocking {
         let mut conn = ConnState::new(w.info.clone(), true);
         conn.set_db(w.db);
         conn.set_proto(w.proto);
+        // MONITOR showed the command when it blocked.
+        conn.replaying = true;
         let argv: Vec<&[u8]> = w.argv.iter().map(Vec::as_slice).collect();
         let mut out = Vec::new();
         let outcome = execute(
@@ -173,6 +175,7 @@ impl Blocking {
             &argv,
             unix_ms(),
         );
+        out.append(&mut conn.after_reply);
         if conn.block.is_some() || out.starts_with(b"-WRONGTYPE") {
             // Still nothing for it (or a value it cannot take, which Redis 7.0 also
             // leaves blocked clients waiting through).
@@ -204,6 +207,39 @@ impl Blocking {
                 }
             }
         }
+    }
+}
+
+impl Blocking {
+    /// CLIENT UNBLOCK: serves the blocked client `id` with its timeout reply or an
+    /// UNBLOCKED error; false if it is not blocked.
+    pub fn unblock(&self, id: u64, with_error: bool) -> bool {
+        let found = {
+            let lists = self.lists.lock();
+            lists
+                .values()
+                .flat_map(|q| q.iter())
+                .find(|w| w.info.id == id)
+                .cloned()
+        };
+        let Some(w) = found else {
+            return false;
+        };
+        let reply = if with_error {
+            b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec()
+        } else {
+            timeout_reply(w.proto).to_vec()
+        };
+        {
+            let mut state = w.state.lock();
+            if !matches!(*state, WaiterState::Waiting) {
+                return false;
+            }
+            *state = WaiterState::Served(reply, None);
+        }
+        self.unregister(&w);
+        w.notify.notify_one();
+        true
     }
 }
 

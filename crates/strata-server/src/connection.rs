@@ -6,6 +6,12 @@
 //! append its reply to the output buffer → after the last complete request, one write.
 //! No lock is held across an `.await`: commands run synchronously between reads and
 //! writes.
+//!
+//! Other connections reach this one only through its mailbox (pub/sub messages,
+//! MONITOR lines) and its waker: a wake-up makes the task move the mailbox to its
+//! output and write it, or notice that it was killed. Writes race the waker, so a
+//! client that stopped reading can still be closed when it passes its output-buffer
+//! limit, and its pending output is dropped with it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -55,6 +61,20 @@ pub async fn serve(
     let requirepass = state.config.read().requirepass.is_some();
     let mut conn = ConnState::new(info.clone(), !requirepass);
     let result = run(&state, &mut stream, &mut conn, wake).await;
+    state.pubsub.forget(&mut conn);
+    if info.tracking_on.load(Ordering::Relaxed) {
+        state.pubsub.tracking.disable(&info);
+        state.pubsub.sync_event_flags(&state.keyspace);
+    }
+    // Gone, for those who redirect their tracking here.
+    info.killed.store(true, Ordering::Release);
+    if info.output_limit_reached.load(Ordering::Relaxed) {
+        let line =
+            strata_commands::families::connection::client_line(&info, unix_ms(), &state.registry);
+        tracing::warn!(
+            "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
+        );
+    }
     if !conn.watched.is_empty() {
         let mut keys = strata_commands::Keys::new(&state.keyspace, conn.db, unix_ms());
         strata_commands::families::transactions::unwatch_all(&mut keys, &mut conn);
@@ -119,7 +139,13 @@ async fn run(
             .then(|| Duration::from_secs(timeout).saturating_sub(last_activity.elapsed()));
         let n = tokio::select! {
             r = stream.read_buf(&mut inbuf) => r?,
-            _ = wake.notified() => continue,
+            _ = wake.notified() => {
+                // Messages from other clients, or a kill.
+                if !deliver_mail(state, stream, &info, &wake, &mut out).await? {
+                    return Ok(());
+                }
+                continue;
+            }
             _ = shutdown.changed() => return Ok(()),
             _ = sleep_or_never(idle_limit) => {
                 tracing::debug!("closing idle client {}", info.id);
@@ -135,9 +161,16 @@ async fn run(
         loop {
             match step(state, conn, &mut parser, &mut inbuf, &mut out, &mut durable) {
                 Step::Ran => {
+                    info.obuf.store(out.len(), Ordering::Relaxed);
+                    let pending = out.len() + info.mailbox.bytes();
+                    if info.check_output_limits(&state.pubsub.limits, pending, unix_ms()) {
+                        return Ok(());
+                    }
                     if out.len() >= FLUSH_AT {
                         wait_durable(state, &mut durable).await?;
-                        flush(state, stream, &mut out).await?;
+                        if !flush(state, stream, &info, &wake, &mut out).await? {
+                            return Ok(());
+                        }
                     }
                 }
                 Step::NeedMore => break,
@@ -147,7 +180,9 @@ async fn run(
                 }
                 Step::Block(waiter, timeout) => {
                     wait_durable(state, &mut durable).await?;
-                    flush(state, stream, &mut out).await?;
+                    if !flush(state, stream, &info, &wake, &mut out).await? {
+                        return Ok(());
+                    }
                     let wait = Park {
                         state,
                         info: &info,
@@ -155,7 +190,7 @@ async fn run(
                         shutdown: &mut shutdown,
                     };
                     match wait
-                        .park(stream, &mut inbuf, &waiter, timeout, conn.proto)
+                        .park(stream, &mut inbuf, &mut out, &waiter, timeout, conn.proto)
                         .await?
                     {
                         Some((reply, served_durable)) => {
@@ -165,6 +200,20 @@ async fn run(
                             out.extend_from_slice(&reply);
                         }
                         None => return Ok(()),
+                    }
+                }
+                Step::Paused(until) => {
+                    if !flush(state, stream, &info, &wake, &mut out).await? {
+                        return Ok(());
+                    }
+                    let wait = Park {
+                        state,
+                        info: &info,
+                        wake: &wake,
+                        shutdown: &mut shutdown,
+                    };
+                    if !wait.paused(stream, &mut inbuf, &mut out, until).await? {
+                        return Ok(());
                     }
                 }
             }
@@ -180,8 +229,7 @@ async fn run(
         info.qbuf_free
             .store(inbuf.capacity() - inbuf.len(), Ordering::Relaxed);
         wait_durable(state, &mut durable).await?;
-        flush(state, stream, &mut out).await?;
-        if close {
+        if !flush(state, stream, &info, &wake, &mut out).await? || close {
             return Ok(());
         }
     }
@@ -197,6 +245,9 @@ enum Step {
     Close,
     /// The command must wait for a key, up to a timeout.
     Block(Arc<Waiter>, Option<Duration>),
+    /// Clients are paused (CLIENT PAUSE) until this Unix time in ms: the request
+    /// stays buffered and runs after the pause.
+    Paused(u64),
 }
 
 /// Parses and runs the request at the front of `inbuf`, if it is complete.
@@ -238,11 +289,28 @@ fn step(
     let argv: SmallVec<[&[u8]; 8]> = args.iter().collect();
     let started = Instant::now();
     let now = unix_ms();
+    if let Some(until) = state.pause.holds(conn, &argv, now, &state.registry) {
+        return Step::Paused(until);
+    }
     let reply_at = out.len();
     let outcome = execute(state, &state.keyspace, conn, out, &argv, now);
-    if outcome.failed {
-        state.count_error(&out[reply_at..]);
+    if outcome.failed
+        && let Some(reply) = out.get(reply_at..)
+        && !reply.is_empty()
+    {
+        state.count_error(reply);
     }
+    if conn.info.mailbox.bytes() > 0 && !conn.info.monitor.load(Ordering::Relaxed) {
+        // What the command published to this very client (a RESP3 subscriber's own
+        // PUBLISH, keyspace events) goes before its reply, as in Redis. A MONITOR
+        // client's own command line comes after its reply.
+        let mut mail = Vec::new();
+        conn.info.mailbox.drain_into(&mut mail);
+        out.splice(reply_at..reply_at, mail);
+    }
+    // Invalidations of keys this client changed itself follow its reply.
+    out.append(&mut conn.after_reply);
+
     let blocked = conn.block.take().map(|req| {
         let owned: Vec<Vec<u8>> = argv.iter().map(|a| a.to_vec()).collect();
         let waiter = Waiter::new(conn.info.clone(), conn.db, conn.proto, owned, req.keys);
@@ -291,6 +359,7 @@ impl Park<'_> {
         self,
         stream: &mut TcpStream,
         inbuf: &mut BytesMut,
+        out: &mut Vec<u8>,
         waiter: &Arc<Waiter>,
         timeout: Option<Duration>,
         proto: strata_resp::Protocol,
@@ -324,7 +393,12 @@ impl Park<'_> {
                         eof = true;
                     }
                 }
-                _ = self.wake.notified() => {}
+                _ = self.wake.notified() => {
+                    // A RESP3 client may hold subscriptions while it waits.
+                    if !deliver_mail(self.state, stream, self.info, self.wake, out).await? {
+                        break None;
+                    }
+                }
                 _ = self.shutdown.changed() => {}
             }
         };
@@ -352,6 +426,52 @@ async fn wait_durable(state: &ServerState, durable: &mut u64) -> std::io::Result
     Ok(())
 }
 
+impl Park<'_> {
+    /// Waits while clients are paused until `until_ms` (or the pause changes);
+    /// false if the connection must close. Input is buffered meanwhile.
+    async fn paused(
+        self,
+        stream: &mut TcpStream,
+        inbuf: &mut BytesMut,
+        out: &mut Vec<u8>,
+        until_ms: u64,
+    ) -> std::io::Result<bool> {
+        let pause = &self.state.pause;
+        let mut changes = pause.subscribe();
+        pause.waiting.fetch_add(1, Ordering::Relaxed);
+        self.info.blocked.store(true, Ordering::Relaxed);
+        let wait = Duration::from_millis(until_ms.saturating_sub(unix_ms()));
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut eof = false;
+        let open = loop {
+            if self.info.is_killed() || *self.shutdown.borrow() || eof {
+                break false;
+            }
+            if inbuf.capacity() - inbuf.len() < 1024 {
+                inbuf.reserve(BUF_SIZE);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => break true,
+                _ = changes.changed() => break true,
+                r = stream.read_buf(inbuf), if !eof => {
+                    if r? == 0 {
+                        eof = true;
+                    }
+                }
+                _ = self.wake.notified() => {
+                    if !deliver_mail(self.state, stream, self.info, self.wake, out).await? {
+                        break false;
+                    }
+                }
+                _ = self.shutdown.changed() => {}
+            }
+        };
+        pause.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.info.blocked.store(false, Ordering::Relaxed);
+        Ok(open)
+    }
+}
+
 async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
@@ -366,20 +486,62 @@ async fn sleep_or_never(limit: Option<Duration>) {
     }
 }
 
-/// Writes every pending reply in one go.
+/// Moves what other clients sent to the output and writes it; false if the client
+/// was killed meanwhile (for instance for its output-buffer limits).
+async fn deliver_mail(
+    state: &ServerState,
+    stream: &mut TcpStream,
+    info: &ClientInfo,
+    wake: &Notify,
+    out: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    if info.is_killed() {
+        return Ok(false);
+    }
+    info.mailbox.drain_into(out);
+    flush(state, stream, info, wake, out).await
+}
+
+/// Writes every pending reply; false if the client was killed while the write was
+/// waiting for the socket (a reader that stopped reading is closed this way once it
+/// passes its output-buffer limit). Frames queued meanwhile stay in the mailbox, and
+/// the task is woken again to deliver them.
 async fn flush(
     state: &ServerState,
     stream: &mut TcpStream,
+    info: &ClientInfo,
+    wake: &Notify,
     out: &mut Vec<u8>,
-) -> std::io::Result<()> {
-    if out.is_empty() {
-        return Ok(());
+) -> std::io::Result<bool> {
+    let mut written = 0;
+    while written < out.len() {
+        info.obuf.store(out.len() - written, Ordering::Relaxed);
+        tokio::select! {
+            r = stream.write(&out[written..]) => {
+                let n = r?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                written += n;
+            }
+            _ = wake.notified() => {
+                if info.is_killed() {
+                    out.clear();
+                    return Ok(false);
+                }
+                // New frames wait in the mailbox until this write is done (the
+                // check below wakes the task again for them).
+            }
+        }
     }
-    stream.write_all(out).await?;
-    state.stats.net(0, out.len() as u64);
+    state.stats.net(0, written as u64);
     out.clear();
+    info.obuf.store(0, Ordering::Relaxed);
     if out.capacity() > 4 * FLUSH_AT {
         out.shrink_to(BUF_SIZE);
     }
-    Ok(())
+    if info.mailbox.bytes() > 0 {
+        wake.notify_one();
+    }
+    Ok(true)
 }

@@ -45,13 +45,17 @@ pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
     let ks = &state.keyspace;
     let n = ks.num_shards();
     let deadline = Instant::now() + budget;
-    let expire = state.active_expire_enabled();
+    // Keys do not expire while clients are paused, as in Redis.
+    let expire = state.active_expire_enabled() && !state.pause.active(unix_ms());
+    let hub = &state.pubsub;
+    let notify = hub.notify_flags() != 0 || hub.tracking.active() > 0;
+    let mut tracking = strata_commands::tracking::Pending::default();
     for k in 0..n {
         let s = (start + k) % n;
         let now = unix_ms();
         {
             let mut shard = ks.lock(s);
-            for db in shard.dbs_mut() {
+            for (i, db) in shard.dbs_mut().iter_mut().enumerate() {
                 if expire {
                     loop {
                         let (_, more) = db.expire_cycle(now, EXPIRE_BATCH);
@@ -61,8 +65,22 @@ pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
                     }
                 }
                 db.rehash_some(REHASH_SLOTS);
+                // Keyspace events of keys expired here (or by lookups whose command
+                // did not publish them).
+                // Clients tracking expired keys are told too.
+                if notify && db.has_events() {
+                    let events = db.take_events();
+                    for (event, key) in &events {
+                        if *event == strata_keyspace::KeyEvent::Expired {
+                            hub.tracking
+                                .invalidate(key, 0, &hub.limits, &mut tracking, now);
+                        }
+                    }
+                    strata_commands::notify::publish_logged(hub, events, i, now);
+                }
             }
         }
+        hub.tracking.flush_bcast(0, &hub.limits, &mut tracking, now);
         if Instant::now() >= deadline {
             return (s + 1) % n;
         }

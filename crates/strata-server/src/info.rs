@@ -174,9 +174,25 @@ fn clients(state: &ServerState, out: &mut String) {
     field!(out, "cluster_connections", "0");
     field!(out, "maxclients", "{}", cfg.maxclients);
     field!(out, "client_recent_max_input_buffer", "0");
-    field!(out, "client_recent_max_output_buffer", "0");
-    field!(out, "blocked_clients", "{}", state.blocking.blocked());
-    field!(out, "tracking_clients", "0");
+    let max_output = state
+        .clients()
+        .iter()
+        .map(|c| c.pending_output())
+        .max()
+        .unwrap_or(0);
+    field!(out, "client_recent_max_output_buffer", "{max_output}");
+    field!(
+        out,
+        "blocked_clients",
+        "{}",
+        state.blocking.blocked() + state.pause.waiting.load(Ordering::Relaxed)
+    );
+    field!(
+        out,
+        "tracking_clients",
+        "{}",
+        state.pubsub.tracking.active()
+    );
     field!(out, "clients_in_timeout_table", "0");
 }
 

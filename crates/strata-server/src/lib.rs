@@ -12,6 +12,7 @@ pub mod info;
 pub mod listener;
 pub mod logging;
 pub mod memory;
+pub mod pause;
 pub mod persist;
 pub mod state;
 pub mod stats;

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, RwLock};
-use strata_commands::{ClientInfo, Registry, Server, ShutdownMode};
+use strata_commands::mailbox::{ClassLimit, OutputClass};
+use strata_commands::{ClientInfo, PubSub, Registry, Server, ShutdownMode};
 use strata_keyspace::{Detached, Keyspace};
 use tokio::sync::watch;
 
-use crate::config::{Config, ConfigSource, ProtectedAction};
+use crate::config::{ClientClass, Config, ConfigSource, ProtectedAction};
 use crate::stats::Stats;
 
 pub struct ServerState {
@@ -49,6 +50,10 @@ pub struct ServerState {
     pub loading: AtomicBool,
     /// Set when start-up failed after the listeners opened: the process exits non-zero.
     pub failed: AtomicBool,
+    /// Pub/sub subscriptions, MONITOR clients, keyspace notifications, output limits.
+    pub pubsub: PubSub,
+    /// CLIENT PAUSE.
+    pub pause: crate::pause::Pause,
 }
 
 pub fn unix_ms() -> u64 {
@@ -101,7 +106,21 @@ impl ServerState {
             persist: std::sync::OnceLock::new(),
             loading: AtomicBool::new(false),
             failed: AtomicBool::new(false),
+            pubsub: PubSub::new(),
+            pause: Default::default(),
         })
+        .with_settings_applied()
+    }
+
+    /// Mirrors the configuration the hot paths read without the lock.
+    fn with_settings_applied(self: Arc<Self>) -> Arc<Self> {
+        self.apply_changes(&[
+            "client-output-buffer-limit",
+            "notify-keyspace-events",
+            "pubsub-max-subscriptions-per-client",
+            "tracking-table-max-keys",
+        ]);
+        self
     }
 
     pub fn next_client_id(&self) -> u64 {
@@ -166,6 +185,35 @@ impl ServerState {
                         f(cfg.loglevel.name());
                     }
                 }
+                "client-output-buffer-limit" => {
+                    for (class, ours) in [
+                        (ClientClass::Normal, OutputClass::Normal),
+                        (ClientClass::Replica, OutputClass::Replica),
+                        (ClientClass::Pubsub, OutputClass::Pubsub),
+                    ] {
+                        let l = cfg.output_buffer_limit(class);
+                        self.pubsub.limits.set(
+                            ours,
+                            ClassLimit {
+                                hard_bytes: l.hard_bytes,
+                                soft_bytes: l.soft_bytes,
+                                soft_seconds: l.soft_seconds,
+                            },
+                        );
+                    }
+                }
+                "notify-keyspace-events" => {
+                    self.pubsub.set_notify_flags(cfg.notify_keyspace_events);
+                    self.pubsub.sync_event_flags(&self.keyspace);
+                }
+                "pubsub-max-subscriptions-per-client" => self
+                    .pubsub
+                    .set_max_per_client(cfg.pubsub_max_subscriptions_per_client as usize),
+                "tracking-table-max-keys" => self
+                    .pubsub
+                    .tracking
+                    .max_keys
+                    .store(cfg.tracking_table_max_keys as usize, Ordering::Relaxed),
                 _ => {}
             }
         }
@@ -291,5 +339,21 @@ impl Server for ServerState {
 
     fn loading(&self) -> bool {
         self.loading.load(Ordering::Acquire)
+    }
+
+    fn pubsub(&self) -> Option<&PubSub> {
+        Some(&self.pubsub)
+    }
+
+    fn pause_clients(&self, until_ms: u64, writes_only: bool) {
+        self.pause.pause(until_ms, writes_only, unix_ms());
+    }
+
+    fn unpause_clients(&self) {
+        self.pause.unpause();
+    }
+
+    fn unblock_client(&self, id: u64, with_error: bool) -> bool {
+        self.blocking.unblock(id, with_error)
     }
 }

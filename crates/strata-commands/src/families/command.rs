@@ -99,7 +99,12 @@ pub fn write_info(out: &mut ReplyWriter, cmd: &Command) {
     out.array(10);
     out.bulk(cmd.full_name().as_bytes());
     out.integer(cmd.arity as i64);
-    let flags: Vec<&str> = cmd.info_flags().names().collect();
+    // Redis 7.0 hides `may_replicate`.
+    let flags: Vec<&str> = cmd
+        .info_flags()
+        .names()
+        .filter(|f| *f != "may_replicate")
+        .collect();
     out.set(flags.len());
     for f in flags {
         out.simple(f.as_bytes());
@@ -311,7 +316,12 @@ fn keys_of<'a>(
     } else {
         Registry::subcommand(base, argv[1]).ok_or_else(invalid)?
     };
-    if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {
+    // Key specs flagged `not_key` (shard channels) name no keys.
+    let no_keys = cmd
+        .key_specs
+        .iter()
+        .all(|s| s.flags.contains(crate::spec::KeyFlags::NOT_KEY));
+    if no_keys && cmd.getkeys.is_none() {
         return Err(CmdError::err("The command has no key arguments"));
     }
     if !arity_ok(cmd.arity, argv.len()) {

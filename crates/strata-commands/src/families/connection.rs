@@ -171,21 +171,32 @@ pub const COMMANDS: &[Command] = &[
                 handler: Some(client_kill),
                 ..CLIENT_SUB
             },
-            Command {
-                name: "help",
-                arity: 2,
-                flags: flags!(LOADING, STALE),
-                since: "5.0.0",
-                summary: "Returns helpful text about the different subcommands.",
-                handler: Some(client_help),
-                ..CLIENT_SUB
-            },
+            crate::families::client::PAUSE,
+            crate::families::client::UNPAUSE,
+            crate::families::client::UNBLOCK,
+            crate::families::client::NO_EVICT,
+            crate::families::client::REPLY,
+            crate::families::client::TRACKING,
+            crate::families::client::CACHING,
+            crate::families::client::GETREDIR,
+            crate::families::client::TRACKINGINFO,
+            crate::families::client::HELP,
         ],
         ..CONNECTION
     },
 ];
 
 fn ping(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if ctx.conn.in_subscribed_mode() {
+        // RESP2's subscribed mode answers in the shape of a message.
+        if args.len() > 2 {
+            return Err(CmdError::WrongArity(ctx.name()));
+        }
+        ctx.out.array(2);
+        ctx.out.bulk(b"pong");
+        ctx.out.bulk(args.get(1).copied().unwrap_or_default());
+        return Ok(());
+    }
     match args {
         [_] => ctx.out.simple(b"PONG"),
         [_, msg] => ctx.out.bulk(msg),
@@ -373,6 +384,14 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    if let Some(hub) = ctx.server.pubsub() {
+        hub.forget(ctx.conn);
+        hub.tracking.disable(&ctx.conn.info);
+        hub.sync_event_flags(ctx.keys.ks);
+    }
+    ctx.conn.caching = false;
+    ctx.conn.reply = Default::default();
+    ctx.conn.info.no_evict.store(false, Ordering::Relaxed);
     ctx.conn.set_multi(None);
     crate::families::transactions::unwatch_all(&mut ctx.keys, ctx.conn);
     ctx.conn.set_db(0);
@@ -417,9 +436,13 @@ pub fn client_line(c: &ClientInfo, now_ms: u64, registry: &crate::table::Registr
     let idle = now_ms.saturating_sub(c.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let qbuf = c.qbuf.load(Ordering::Relaxed);
     let qbuf_free = c.qbuf_free.load(Ordering::Relaxed);
-    let omem = c.obuf.load(Ordering::Relaxed);
+    // Replies not yet written count as the reply buffer (`obl`); frames other
+    // clients queued for it as the reply list (`oll`, `omem`).
+    let obl = c.obuf.load(Ordering::Relaxed);
+    let oll = c.mailbox.len();
+    let omem = c.mailbox.bytes();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user=default redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -429,14 +452,20 @@ pub fn client_line(c: &ClientInfo, now_ms: u64, registry: &crate::table::Registr
         idle,
         c.flags(),
         c.db.load(Ordering::Relaxed),
+        c.sub.load(Ordering::Relaxed),
+        c.psub.load(Ordering::Relaxed),
+        c.ssub.load(Ordering::Relaxed),
         c.multi.load(Ordering::Relaxed),
         qbuf,
         qbuf_free,
         qbuf + qbuf_free,
         qbuf,
+        obl,
+        oll,
         omem,
-        qbuf + qbuf_free + omem,
+        qbuf + qbuf_free + obl + omem,
         cmd,
+        crate::families::client::redirect_of(c),
         c.resp.load(Ordering::Relaxed),
     )
 }
@@ -454,8 +483,7 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if args.len() == 4 && is(args[2], "type") {
         let t = args[3];
         match client_type(t) {
-            Some("normal") => {}
-            Some(_) => clients.clear(),
+            Some(kind) => clients.retain(|c| type_of(c) == kind),
             None => {
                 return Err(CmdError::quoting("Unknown client type '", t, "'"));
             }
@@ -480,6 +508,11 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     ctx.out.verbatim(b"txt", text.as_bytes());
     Ok(())
+}
+
+/// The type CLIENT LIST and KILL filter on (MONITOR clients count as normal).
+fn type_of(c: &ClientInfo) -> &'static str {
+    if c.is_pubsub() { "pubsub" } else { "normal" }
 }
 
 fn client_type(name: &[u8]) -> Option<&'static str> {
@@ -553,7 +586,7 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut killed = 0;
     for c in &clients {
         let matches = id.is_none_or(|i| c.id == i)
-            && kind.is_none_or(|k| k == "normal")
+            && kind.is_none_or(|k| k == type_of(c))
             && addr.is_none_or(|a| c.addr.as_bytes() == a)
             && laddr.is_none_or(|a| c.laddr.as_bytes() == a)
             && user.is_none_or(|_| true);
@@ -568,30 +601,5 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         killed += 1;
     }
     ctx.out.integer(killed);
-    Ok(())
-}
-
-fn client_help(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
-    crate::families::help(
-        ctx,
-        "CLIENT",
-        &[
-            "GETNAME",
-            "    Return the name of the current connection.",
-            "ID",
-            "    Return the ID of the current connection.",
-            "INFO",
-            "    Return information about the current client connection.",
-            "KILL <ip:port>",
-            "    Kill connection made from <ip:port>.",
-            "KILL <option> <value> [<option> <value> [...]]",
-            "    Kill connections. Options are: ID <client-id>, TYPE <type>, USER <username>,",
-            "    ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO).",
-            "LIST [TYPE <type>] [ID <id> [<id> ...]]",
-            "    Return information about client connections.",
-            "SETNAME <name>",
-            "    Assign the name <name> to the current connection.",
-        ],
-    );
     Ok(())
 }

@@ -343,7 +343,17 @@ fn unlink(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn exists(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let n = args[1..].iter().filter(|k| ctx.keys.exists(k)).count();
+    let n = args[1..]
+        .iter()
+        .filter(|k| {
+            let found = ctx.keys.exists(k);
+            if !found {
+                // A read lookup: Redis sends a key-miss event.
+                ctx.keys.notify(k, "keymiss");
+            }
+            found
+        })
+        .count();
     ctx.out.integer(n as i64);
     Ok(())
 }
@@ -448,6 +458,8 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let ttl = expire.map_or(Ttl::Persist, Ttl::At);
     let wakes = wakes_blocked(&value);
+    // Redis deletes the old value and adds the copy, so the key counts as new.
+    db.remove(hash, dst, now);
     db.set(hash, dst, value, ttl, now);
     ctx.keys.changed_in(dst_db, dst, "copy_to");
     if wakes {

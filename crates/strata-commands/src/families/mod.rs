@@ -1,6 +1,7 @@
 //! The command families, one module per Redis group, each with its table entries
 //! next to its handlers.
 
+pub mod client;
 pub mod collection;
 pub mod command;
 pub mod connection;
@@ -9,6 +10,7 @@ pub mod keys;
 pub mod lcs;
 pub mod list;
 pub mod memory;
+pub mod pubsub;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -31,6 +33,8 @@ pub const ALL: &[&[Command]] = &[
     zset::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
+    pubsub::COMMANDS,
+    client::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

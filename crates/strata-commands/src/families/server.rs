@@ -212,6 +212,7 @@ fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ctx.server.free_later(detached);
     ctx.keys.log_special(crate::effects::RecordKind::FlushDb);
     ctx.keys.dirty += removed.max(1);
+    ctx.keys.flushed();
     ctx.out.ok();
     Ok(())
 }
@@ -227,6 +228,7 @@ fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ctx.server.free_later(detached);
     ctx.keys.log_special(crate::effects::RecordKind::FlushAll);
     ctx.keys.dirty += removed.max(1);
+    ctx.keys.flushed();
     ctx.out.ok();
     Ok(())
 }

@@ -385,6 +385,9 @@ fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     let old = ctx.keys.set(key, Value::string(args[2]), ttl);
     ctx.keys.changed(key, "set");
+    if when.is_some() {
+        ctx.keys.notify(key, "expire");
+    }
     free(ctx, old);
     if !get {
         ctx.out.ok();
@@ -412,6 +415,7 @@ fn setex_generic(ctx: &mut Ctx, args: &[&[u8]], unit: ExpireUnit) -> CmdResult {
     let at = expire_at(ctx, unit, args[2])?;
     let old = ctx.keys.set(args[1], Value::string(args[3]), Ttl::At(at));
     ctx.keys.changed(args[1], "set");
+    ctx.keys.notify(args[1], "expire");
     free(ctx, old);
     ctx.out.ok();
     Ok(())

@@ -183,13 +183,22 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         ctx.cmd = cmd;
         let Some(handler) = cmd.handler else { continue };
         let start = ctx.out.buffer().len();
+        let silent = ctx.conn.reply.silent();
         if let Err(e) = handler(ctx, args) {
             ctx.out.buffer().truncate(start);
             ctx.out.error(e.to_string().as_bytes());
         }
+        // CLIENT REPLY OFF run earlier in the transaction drops the later replies.
+        if silent && ctx.conn.reply.silent() {
+            ctx.out.buffer().truncate(start);
+        }
         ctx.keys.finish_command(cmd.log_rule, args);
         // A queued command's SELECT applies to the commands after it.
         ctx.keys.db = ctx.conn.db;
+        crate::exec::remember_reads(ctx, cmd, args);
+        if let Some(hub) = ctx.server.pubsub() {
+            crate::monitor::feed(hub, ctx.conn, cmd, args, ctx.keys.now_ms);
+        }
     }
     ctx.conn.may_block = true;
     ctx.cmd = outer;

@@ -937,6 +937,50 @@ static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "notify-keyspace-events",
+        alias: None,
+        mutability: Mutable,
+        summary: "The keyspace events published on __keyspace@<db>__ / __keyevent@<db>__ \
+                  channels, as Redis's class letters (K E g $ l s h z x e t m d n A); \
+                  empty publishes none.",
+        kind: Kind::Str {
+            get: |c| strata_commands::notify::render_flags(c.notify_keyspace_events),
+            set: |c, v| {
+                c.notify_keyspace_events = strata_commands::notify::parse_flags(v.as_bytes())
+                    .ok_or_else(|| {
+                        "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_owned()
+                    })?;
+                Ok(())
+            },
+        },
+    },
+    Directive {
+        name: "tracking-table-max-keys",
+        alias: None,
+        mutability: Mutable,
+        summary: "The most keys CLIENT TRACKING remembers; past it keys are invalidated \
+                  to make room (0 = no limit).",
+        kind: Kind::Int {
+            min: 0,
+            max: LONG_MAX as i64,
+            get: |c| widen(c.tracking_table_max_keys),
+            set: |c, v| narrow(&mut c.tracking_table_max_keys, v),
+        },
+    },
+    Directive {
+        name: "pubsub-max-subscriptions-per-client",
+        alias: None,
+        mutability: Mutable,
+        summary: "The most channels, patterns and shard channels one client may subscribe \
+                  to, together; 0 = no limit (strata-specific).",
+        kind: Kind::Int {
+            min: 0,
+            max: INT_MAX,
+            get: |c| widen(c.pubsub_max_subscriptions_per_client),
+            set: |c, v| narrow(&mut c.pubsub_max_subscriptions_per_client, v),
+        },
+    },
+    Directive {
         name: "enable-debug-command",
         alias: None,
         mutability: Immutable,
@@ -1058,6 +1102,9 @@ mod tests {
                 "proto-max-bulk-len",
                 "client-query-buffer-limit",
                 "client-output-buffer-limit",
+                "notify-keyspace-events",
+                "tracking-table-max-keys",
+                "pubsub-max-subscriptions-per-client",
                 "enable-debug-command",
                 "io-threads",
                 "shards",

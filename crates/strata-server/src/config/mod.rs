@@ -300,6 +300,12 @@ pub struct Config {
     /// replica 256 MiB hard and 64 MiB for 60 s soft, pubsub 32 MiB hard and 8 MiB for
     /// 60 s soft.
     pub client_output_buffer_limit: [ClientOutputBufferLimit; 3],
+    /// `notify-keyspace-events`: none (the classes as `strata_commands::notify` flags).
+    pub notify_keyspace_events: u32,
+    /// `tracking-table-max-keys`: 1,000,000.
+    pub tracking_table_max_keys: u64,
+    /// `pubsub-max-subscriptions-per-client`: 0, no limit (strata-specific).
+    pub pubsub_max_subscriptions_per_client: u32,
     /// `enable-debug-command`: no.
     pub enable_debug_command: ProtectedAction,
     /// `io-threads`: the number of threads serving connections and running commands,
@@ -408,6 +414,9 @@ impl Default for Config {
                     soft_seconds: 60,
                 },
             ],
+            notify_keyspace_events: 0,
+            tracking_table_max_keys: 1_000_000,
+            pubsub_max_subscriptions_per_client: 0,
             enable_debug_command: ProtectedAction::No,
             io_threads: cpus.clamp(1, 128),
             shards: 256,
@@ -1102,8 +1111,15 @@ mod tests {
 
         /// Directives whose value in strata differs from Redis's on purpose: the port
         /// (a free one is used), dir (Redis shows its absolute working directory),
-        /// io-threads (strata's default is the CPU count) and shards (strata only).
-        const DIFFERENT: &[&str] = &["port", "dir", "io-threads", "shards"];
+        /// io-threads (strata's default is the CPU count), and shards and
+        /// pubsub-max-subscriptions-per-client (strata only).
+        const DIFFERENT: &[&str] = &[
+            "port",
+            "dir",
+            "io-threads",
+            "shards",
+            "pubsub-max-subscriptions-per-client",
+        ];
 
         fn comparable() -> impl Iterator<Item = &'static Directive> {
             directives::all()

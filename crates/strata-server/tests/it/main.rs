@@ -6,12 +6,15 @@ mod support;
 
 mod basics;
 mod blocking;
+mod client_control;
 mod clients;
 mod diff_hash;
 mod diff_list;
+mod diff_pubsub;
 mod diff_set;
 mod diff_zset;
 mod differential;
 mod protocol;
+mod pubsub;
 mod random_diff;
 mod transactions;

@@ -260,3 +260,42 @@ impl Raw {
         }
     }
 }
+
+impl Raw {
+    /// Everything that arrives until the connection stays quiet for `quiet` (bytes
+    /// already buffered included), as raw bytes.
+    pub fn read_quiet(&mut self, quiet: Duration) -> Vec<u8> {
+        let mut all = std::mem::take(&mut self.buf);
+        self.stream
+            .set_read_timeout(Some(quiet))
+            .expect("read timeout");
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => all.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break;
+                }
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        all
+    }
+
+    /// The next reply's exact bytes followed by whatever arrives until the connection
+    /// stays quiet for `quiet` (pushes that follow a reply).
+    pub fn read_with_rest(&mut self, quiet: Duration) -> Vec<u8> {
+        let (_, mut first) = self.read();
+        first.extend(self.read_quiet(quiet));
+        first
+    }
+}

@@ -301,12 +301,41 @@ pub const NOT_DRAWN: &[(&str, &str)] = &[
     ("command|count", "command|errors"),
     ("command|list", "command|errors"),
     ("command|docs", "command|errors"),
-    // Redis's CLIENT has subcommands strata does not implement yet, so its help
-    // differs; the unknown-subcommand path is drawn under "unknown".
-    ("client|help", "unknown"),
+    // Compared with Redis's text in client_control.rs.
+    ("client|help", "client_control"),
     // Likewise MEMORY: DOCTOR, STATS, MALLOC-STATS and PURGE come with memory
     // accounting, so the help texts differ until then.
     ("memory|help", "unknown"),
+    // Pub/sub changes what a connection may send and receive (subscribed mode,
+    // messages between the replies); its transcripts are in diff_pubsub.rs.
+    ("subscribe", "diff_pubsub"),
+    ("unsubscribe", "diff_pubsub"),
+    ("psubscribe", "diff_pubsub"),
+    ("punsubscribe", "diff_pubsub"),
+    ("ssubscribe", "diff_pubsub"),
+    ("sunsubscribe", "diff_pubsub"),
+    ("publish", "diff_pubsub"),
+    ("spublish", "diff_pubsub"),
+    ("pubsub|channels", "diff_pubsub"),
+    ("pubsub|numsub", "diff_pubsub"),
+    ("pubsub|numpat", "diff_pubsub"),
+    ("pubsub|shardchannels", "diff_pubsub"),
+    ("pubsub|shardnumsub", "diff_pubsub"),
+    ("pubsub|help", "diff_pubsub"),
+    ("monitor", "diff_pubsub"),
+    // These pause, silence or unblock connections, which a one-connection stream
+    // cannot follow; they have transcripts and tests of their own (diff_pubsub.rs,
+    // client_control.rs).
+    ("client|pause", "client_control"),
+    ("client|unpause", "client_control"),
+    ("client|reply", "diff_pubsub"),
+    ("client|unblock", "client_control"),
+    ("client|no-evict", "diff_pubsub"),
+    // Client-side caching needs several connections: diff_pubsub.rs.
+    ("client|tracking", "diff_pubsub"),
+    ("client|caching", "diff_pubsub"),
+    ("client|getredir", "diff_pubsub"),
+    ("client|trackinginfo", "diff_pubsub"),
 ];
 
 /// One step of a stream.

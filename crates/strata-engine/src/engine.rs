@@ -291,6 +291,14 @@ impl Engine {
         self.inner.log.sync()
     }
 
+    /// Hands every write so far to the operating system without waiting for the
+    /// disk: the writes survive a crash of the process (not of the machine).
+    /// Buffered writes are otherwise handed over when the write buffer fills and at
+    /// least once a second.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.log.flush()
+    }
+
     /// Compacts every sealed segment now (the active one is sealed first).
     ///
     /// Reads and writes continue while it runs.

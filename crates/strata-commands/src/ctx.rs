@@ -7,6 +7,8 @@
 //! locking a higher shard on demand, and by re-locking everything in order otherwise
 //! (which a correct key spec never causes).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::MutexGuard;
 use smallvec::SmallVec;
 use strata_keyspace::{Db, Entry, Keyspace, Shard, Str, Ttl, Value};
@@ -38,8 +40,12 @@ pub struct Keys<'a> {
     /// Whether to collect `ready` keys at all.
     pub track_ready: bool,
     /// Whether changes are logged (persistence on): then `changed` keys become
-    /// [`Record`]s after each command.
+    /// [`Record`]s after each command. Read from `logging_flag` once a shard is held.
     pub logging: bool,
+    /// The server's switch for `logging`. The server flips it only while holding
+    /// every shard, so the value read while holding any shard stays in force for as
+    /// long as that shard is held: a command never half-logs across a switch.
+    pub logging_flag: Option<&'a AtomicBool>,
     /// Keys changed by the command running, as (database, key), in first-change order.
     changed_keys: Vec<(usize, Vec<u8>)>,
     /// Operations a handler gave explicitly, as (database, key, argv).
@@ -66,6 +72,7 @@ impl<'a> Keys<'a> {
             ready: Vec::new(),
             track_ready: false,
             logging: false,
+            logging_flag: None,
             changed_keys: Vec::new(),
             explicit_ops: Vec::new(),
             records: Vec::new(),
@@ -84,6 +91,14 @@ impl<'a> Keys<'a> {
         for s in shards {
             self.guards.push((s, self.ks.lock(s)));
         }
+        self.read_logging_flag();
+    }
+
+    /// Refreshes `logging` from the server's switch; call with a shard held.
+    fn read_logging_flag(&mut self) {
+        if let Some(flag) = self.logging_flag {
+            self.logging = flag.load(Ordering::Acquire);
+        }
     }
 
     /// Locks every shard (commands that touch the whole keyspace atomically).
@@ -96,6 +111,7 @@ impl<'a> Keys<'a> {
             self.guards.push((s, self.ks.lock(s)));
         }
         self.all = true;
+        self.read_logging_flag();
     }
 
     /// Releases every shard held.
@@ -117,6 +133,9 @@ impl<'a> Keys<'a> {
             Ok(i) => i,
             Err(pos) if pos == self.guards.len() => {
                 self.guards.push((idx, self.ks.lock(idx)));
+                if pos == 0 {
+                    self.read_logging_flag();
+                }
                 pos
             }
             Err(pos) => {
@@ -144,7 +163,9 @@ impl<'a> Keys<'a> {
         }
         debug_assert!(self.guards.is_empty(), "for_each_shard with shards held");
         for s in 0..self.ks.num_shards() {
-            f(&mut self.ks.lock(s));
+            let mut shard = self.ks.lock(s);
+            self.read_logging_flag();
+            f(&mut shard);
         }
     }
 

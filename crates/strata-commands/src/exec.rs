@@ -285,7 +285,7 @@ pub fn run(
     };
     let mut keys = Keys::new(ks, conn.db, now_ms);
     keys.track_ready = server.has_blocked_clients();
-    keys.logging = server.logging();
+    keys.logging_flag = server.logging_flag();
     let hub = server.pubsub();
     keys.notify = hub;
     keys.client_id = conn.info.id;

@@ -321,9 +321,22 @@ fn kill9_rounds(fsync: &str, rounds: usize) {
     let args = ["--appendfsync", fsync];
     let threads = 8;
     let mut history: Vec<Vec<Acked>> = Vec::new();
+    let mut mid_compaction = 0;
     for round in 0..rounds {
         let mut server = strata_in(dir.path(), &args);
         let port = server.port;
+        if round % 2 == 1 {
+            // Enough overwritten data that compacting it takes a while.
+            let mut c = server.redis();
+            for chunk in 0..8 {
+                let mut pipe = redis::pipe();
+                for i in 0..2_000 {
+                    pipe.set(format!("bulk:{i}"), format!("{chunk}{}", "b".repeat(1000)))
+                        .ignore();
+                }
+                let () = pipe.query(&mut c).expect("bulk load");
+            }
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let workers: Vec<_> = (0..threads)
             .map(|t| {
@@ -332,7 +345,7 @@ fn kill9_rounds(fsync: &str, rounds: usize) {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(300 + 97 * round as u64 % 400));
-        // Every other round is killed while a compaction runs (or has just run).
+        // Every other round is killed while a compaction runs.
         if round % 2 == 1 {
             let mut c = server.redis();
             let status: String = redis::cmd("BGREWRITEAOF")
@@ -342,7 +355,9 @@ fn kill9_rounds(fsync: &str, rounds: usize) {
                 status.starts_with("Background append only file rewriting"),
                 "{status}"
             );
-            std::thread::sleep(Duration::from_millis(round as u64 * 7 % 40));
+            if info_field(&mut c, "persistence", "aof_rewrite_in_progress") == "1" {
+                mid_compaction += 1;
+            }
         }
         server.kill9();
         stop.store(true, Ordering::Relaxed);
@@ -362,7 +377,18 @@ fn kill9_rounds(fsync: &str, rounds: usize) {
                 verify(&mut conn, r, t, a);
             }
         }
+        if round % 2 == 1 {
+            let bulk: usize = redis::cmd("EXISTS")
+                .arg((0..2_000).map(|i| format!("bulk:{i}")).collect::<Vec<_>>())
+                .query(&mut conn)
+                .expect("exists");
+            assert_eq!(bulk, 2_000);
+        }
     }
+    assert!(
+        rounds < 2 || mid_compaction > 0,
+        "no round was killed during a compaction"
+    );
 }
 
 #[test]

@@ -56,6 +56,8 @@ pub struct Keys<'a> {
     pub notify: Option<&'a PubSub>,
     /// The client running the command (0 for the server itself).
     pub client_id: u64,
+    /// CLIENT NO-TOUCH: lookups leave access times alone.
+    pub no_touch: bool,
     /// Tracking invalidations not sent yet (see [`crate::tracking::Pending`]).
     pub tracking: crate::tracking::Pending,
 }
@@ -78,6 +80,7 @@ impl<'a> Keys<'a> {
             records: Vec::new(),
             notify: None,
             client_id: 0,
+            no_touch: false,
             tracking: Default::default(),
         }
     }
@@ -201,12 +204,14 @@ impl<'a> Keys<'a> {
         }
         let hash = self.ks.hash(key);
         let s = self.ks.shard_of_hash(hash);
-        let (db, now) = (self.db, self.now_ms);
+        let (db, now, no_touch) = (self.db, self.now_ms, self.no_touch);
         let (db, stats) = self.shard(s).db_and_stats(db);
         match db.get(hash, key, now) {
             Some(e) => {
                 stats.keyspace_hits += 1;
-                e.touch(now);
+                if !no_touch {
+                    e.touch(now);
+                }
                 Some(e)
             }
             None => {
@@ -219,10 +224,12 @@ impl<'a> Keys<'a> {
     /// Looks a key up for writing (no hit/miss statistics).
     #[inline]
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let now = self.now_ms;
+        let (now, no_touch) = (self.now_ms, self.no_touch);
         let (hash, db) = self.db_for(key);
         let e = db.get(hash, key, now)?;
-        e.touch(now);
+        if !no_touch {
+            e.touch(now);
+        }
         Some(e)
     }
 

@@ -289,6 +289,11 @@ pub fn run(
     let hub = server.pubsub();
     keys.notify = hub;
     keys.client_id = conn.info.id;
+    keys.no_touch = conn
+        .info
+        .no_touch
+        .load(std::sync::atomic::Ordering::Relaxed)
+        && cmd.name != "touch";
     lock_for(&mut keys, cmd, argv);
     let proto = conn.proto;
     let start = out.len();

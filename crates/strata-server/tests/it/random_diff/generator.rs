@@ -336,6 +336,8 @@ pub const NOT_DRAWN: &[(&str, &str)] = &[
     ("client|reply", "diff_pubsub"),
     ("client|unblock", "client_control"),
     ("client|no-evict", "diff_pubsub"),
+    // From Redis 7.2, which the reference server predates: client_control.rs.
+    ("client|no-touch", "client_control"),
     // Client-side caching needs several connections: diff_pubsub.rs.
     ("client|tracking", "diff_pubsub"),
     ("client|caching", "diff_pubsub"),

@@ -209,8 +209,8 @@ impl Engine {
         let mut was_live = false;
         inner.log.append_planned(
             |out| {
-                if let Some(entry) = inner.index.get(key) {
-                    was_live = !entry.is_expired(now);
+                if let Some(expires_at) = inner.index.expires_at(key) {
+                    was_live = expires_at == 0 || expires_at > now;
                     out.push(Entry {
                         kind: Kind::Delete,
                         key,
@@ -254,8 +254,8 @@ impl Engine {
     pub fn contains(&self, key: &[u8]) -> bool {
         self.inner
             .index
-            .get(key)
-            .is_some_and(|e| e.expires_at == 0 || !e.is_expired(self.inner.clock.now_ms()))
+            .expires_at(key)
+            .is_some_and(|at| at == 0 || at > self.inner.clock.now_ms())
     }
 
     /// Iterates over the live keys, in no particular order.
@@ -289,6 +289,14 @@ impl Engine {
     /// Makes every write so far durable.
     pub fn sync(&self) -> Result<()> {
         self.inner.log.sync()
+    }
+
+    /// Hands every write so far to the operating system without waiting for the
+    /// disk: the writes survive a crash of the process (not of the machine).
+    /// Buffered writes are otherwise handed over when the write buffer fills and at
+    /// least once a second.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.log.flush()
     }
 
     /// Compacts every sealed segment now (the active one is sealed first).
@@ -416,7 +424,7 @@ impl Inner {
                     // The key's expiry as of this operation (`None`: no value).
                     let current = match touched.get(op.key) {
                         Some(state) => *state,
-                        None => self.index.get(op.key).map(|e| e.expires_at),
+                        None => self.index.expires_at(op.key),
                     };
                     let current = match current {
                         Some(at)

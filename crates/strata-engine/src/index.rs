@@ -116,6 +116,19 @@ pub trait Index: Send + Sync + fmt::Debug {
     /// The key's entry, if it has one.
     fn get(&self, key: &[u8]) -> Option<KeyEntry>;
 
+    /// The key's expiry (0 for never), if it has an entry. Unlike [`Index::get`]
+    /// this need not copy a long chain of merge operands: implementations should
+    /// override it.
+    fn expires_at(&self, key: &[u8]) -> Option<u64> {
+        self.get(key).map(|e| e.expires_at)
+    }
+
+    /// The location of the key's oldest record, if it has an entry (see
+    /// [`Index::expires_at`]).
+    fn first_location(&self, key: &[u8]) -> Option<Location> {
+        self.get(key).and_then(|e| e.first_location())
+    }
+
     /// Applies a logged change; returns the record bytes it made dead
     /// (`None` if the key had no entry).
     fn apply(&self, key: &[u8], change: Change) -> Option<u64>;

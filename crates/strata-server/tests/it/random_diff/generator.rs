@@ -295,6 +295,11 @@ pub const MENU: &[(&str, u32)] = &[
 pub const NOT_DRAWN: &[(&str, &str)] = &[
     // Closes the connection; each seed ends with it instead.
     ("quit", "the end of every seed"),
+    // Write files and report times: persistence.rs checks them against restarts.
+    ("save", "persistence"),
+    ("bgsave", "persistence"),
+    ("bgrewriteaof", "persistence"),
+    ("lastsave", "persistence"),
     // COMMAND, COMMAND COUNT, LIST and DOCS describe the whole table, which is smaller
     // in strata by design; their error paths are drawn under "command|errors".
     ("command", "command|errors"),
@@ -331,6 +336,8 @@ pub const NOT_DRAWN: &[(&str, &str)] = &[
     ("client|reply", "diff_pubsub"),
     ("client|unblock", "client_control"),
     ("client|no-evict", "diff_pubsub"),
+    // From Redis 7.2, which the reference server predates: client_control.rs.
+    ("client|no-touch", "client_control"),
     // Client-side caching needs several connections: diff_pubsub.rs.
     ("client|tracking", "diff_pubsub"),
     ("client|caching", "diff_pubsub"),

@@ -131,6 +131,10 @@ impl Index for Keydir {
         self.shard(key).read().get(key).map(|e| e.expires_at)
     }
 
+    fn head(&self, key: &[u8]) -> Option<crate::index::Head> {
+        self.shard(key).read().get(key).and_then(|e| e.head())
+    }
+
     fn first_location(&self, key: &[u8]) -> Option<Location> {
         self.shard(key)
             .read()

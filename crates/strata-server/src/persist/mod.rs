@@ -360,54 +360,59 @@ impl Persistence {
         };
         let map = self.map.load_full();
         let started = Instant::now();
-        let (mut keys, mut bytes, mut dead, mut expired) = (0u64, 0u64, 0u64, 0u64);
-        for item in engine.iter() {
-            let (key, value) =
-                item.map_err(|e| anyhow::anyhow!("reading {}: {e}", self.dir.display()))?;
+        let (keys, bytes, dead) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+        let damaged: Mutex<Option<String>> = Mutex::new(None);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let scanned = engine.for_each_live(threads, |key, value, expiry| {
             let Some((ns, user_key)) = key.split_first_chunk::<4>() else {
-                continue;
+                return Ok(());
             };
             let ns = u32::from_be_bytes(*ns);
             if ns == META {
-                continue;
+                return Ok(());
             }
             let Some(db) = map.db_of(ns) else {
-                dead += 1;
-                continue;
+                dead.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
             };
-            let expires = value.expires_at.unwrap_or(0);
-            if expires != 0 && expires <= now_ms {
-                expired += 1;
-                continue;
+            let total = bytes.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
+            if value.is_empty() {
+                return Ok(());
             }
-            bytes += (key.len() + value.bytes.len()) as u64;
-            if keys % 1024 == 0 {
-                progress.store(bytes, Ordering::Relaxed);
-            }
-            if value.bytes.is_empty() {
-                continue;
-            }
-            let v = strata_keyspace::serialize::decode(&value.bytes, limits).map_err(|e| {
-                anyhow::anyhow!("damaged value for a key in {}: {e}", self.dir.display())
-            })?;
+            let v = match strata_keyspace::serialize::decode(value, limits) {
+                Ok(v) => v,
+                Err(e) => {
+                    damaged.lock().get_or_insert_with(|| {
+                        format!("damaged value for a key in {}: {e}", self.dir.display())
+                    });
+                    return Ok(());
+                }
+            };
             let hash = ks.hash(user_key);
-            let ttl = if expires == 0 {
-                Ttl::Persist
-            } else {
-                Ttl::At(expires)
-            };
+            let ttl = expiry.map_or(Ttl::Persist, Ttl::At);
             ks.lock(ks.shard_of_hash(hash))
                 .db(db)
                 .set(hash, user_key, v, ttl, now_ms);
-            keys += 1;
-            if keys % PROGRESS_EVERY == 0 {
-                let secs = started.elapsed().as_secs_f64().max(1e-3);
-                tracing::info!(
-                    "loading: {keys} keys, {:.1} MB/s",
-                    bytes as f64 / 1e6 / secs
-                );
+            let n = keys.fetch_add(1, Ordering::Relaxed) + 1;
+            if n % 1024 == 0 {
+                progress.store(total, Ordering::Relaxed);
             }
+            if n % PROGRESS_EVERY == 0 {
+                let secs = started.elapsed().as_secs_f64().max(1e-3);
+                tracing::info!("loading: {n} keys, {:.1} MB/s", total as f64 / 1e6 / secs);
+            }
+            Ok(())
+        });
+        scanned.map_err(|e| anyhow::anyhow!("reading {}: {e}", self.dir.display()))?;
+        if let Some(e) = damaged.into_inner() {
+            anyhow::bail!(e);
         }
+        let (keys, bytes, dead) = (keys.into_inner(), bytes.into_inner(), dead.into_inner());
+        // Index entries neither loaded nor dead are expired ones (and the map).
+        let expired = engine
+            .stats()
+            .live_keys
+            .saturating_sub(keys + dead + u64::from(engine.contains(&engine_key(META, DBMAP_KEY))));
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         tracing::info!(
             "DB loaded from disk: {keys} keys in {secs:.3} seconds ({:.1} MB/s)",

@@ -78,6 +78,26 @@ const SERIES_COLOURS: [RGBColor; 6] = [
     RGBColor(0x8c, 0x56, 0x4b),
 ];
 
+/// A little below the power of ten at or below `v` (for positive finite `v`;
+/// otherwise `v`). A log axis labels powers of ten and the steps after them, from the
+/// first power of ten inside its range, so a range that starts just below one has
+/// labels all along it (starting exactly at it can lose that decade to rounding).
+fn decade_below(v: f64) -> f64 {
+    if v.is_finite() && v > 0.0 {
+        10f64.powf(v.log10().floor()) * 0.99
+    } else {
+        v
+    }
+}
+
+/// A log axis's label: at most three decimals, without trailing zeros (key points
+/// such as 0.7 come out of the axis as 0.7000000000000001).
+fn log_label(v: f64) -> String {
+    let text = format!("{v:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_string()
+}
+
 /// The last value of an integer range cut into `n` segments: a discrete integer range
 /// is inclusive, so `0..n - 1` makes `n` segments. A range of one value draws no key
 /// points, so one item gets a second, empty, segment.
@@ -181,7 +201,7 @@ fn draw_configurations(path: &Path, title: &str, bars: &[Bar]) -> Result<(), Str
             .fold(f64::INFINITY, f64::min)
             .max(1e-4);
         let hi = values.iter().copied().fold(0f64, f64::max).max(lo * 10.0);
-        let (lo, hi) = (lo / 2.0, hi * 2.0);
+        let (lo, hi) = (decade_below(lo / 2.0), hi * 2.0);
         let mut chart = ChartBuilder::on(area)
             .margin(8)
             .caption(caption, ("sans-serif", 15))
@@ -195,7 +215,7 @@ fn draw_configurations(path: &Path, title: &str, bars: &[Bar]) -> Result<(), Str
             .y_labels(n)
             .y_label_formatter(&|_| String::new())
             .x_labels(5)
-            .x_label_formatter(&|v| format!("{v}"))
+            .x_label_formatter(&|v| log_label(*v))
             .draw()
             .map_err(|e| e.to_string())?;
         chart
@@ -291,7 +311,7 @@ fn draw_shard_scaling(path: &Path, title: &str, rows: &[ShardRow]) -> Result<(),
             [m.latency.percentiles[0], m.latency.percentiles[2]].map(|ns| ns.max(1) as f64 / 1000.0)
         })
         .collect();
-    let lo = all.iter().copied().fold(f64::INFINITY, f64::min) / 2.0;
+    let lo = decade_below(all.iter().copied().fold(f64::INFINITY, f64::min) / 2.0);
     let hi = all.iter().copied().fold(0f64, f64::max) * 2.0;
     let mut chart = ChartBuilder::on(&right)
         .margin(10)
@@ -308,7 +328,8 @@ fn draw_shard_scaling(path: &Path, title: &str, rows: &[ShardRow]) -> Result<(),
         .x_labels(n)
         .x_label_formatter(&shard_label)
         .x_desc("shards")
-        .y_label_formatter(&|v| format!("{v}"))
+        .y_max_light_lines(0)
+        .y_label_formatter(&|v| log_label(*v))
         .draw()
         .map_err(|e| e.to_string())?;
     for (k, name) in [(0usize, "p50"), (1, "p90"), (2, "p99")] {
@@ -375,6 +396,18 @@ mod tests {
         assert!(Bar::from_json(&json!({"series": "x"})).is_err());
         assert!(Bar::from_json(&json!({"label": "x"})).is_err());
         assert!(Bar::from_json(&json!(3)).is_err());
+    }
+
+    #[test]
+    fn log_axes_start_at_a_power_of_ten() {
+        for (v, decade) in [(0.17, 0.1), (1.0, 1.0), (3.3, 1.0), (450.0, 100.0)] {
+            let lo = decade_below(v);
+            assert!(lo < decade && lo > decade * 0.9, "{v}: {lo}");
+        }
+        assert_eq!(decade_below(0.0), 0.0);
+        assert_eq!(log_label(0.7000000000000001), "0.7");
+        assert_eq!(log_label(1000.0), "1000");
+        assert_eq!(log_label(0.05), "0.05");
     }
 
     #[test]

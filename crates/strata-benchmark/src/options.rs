@@ -319,6 +319,9 @@ pub struct ShardsArgs {
     /// Also draw an SVG chart at this path.
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
 }
 
 impl ShardsArgs {
@@ -362,6 +365,9 @@ pub struct PlotArgs {
     /// ops_per_sec, latency_us: {p50, p99}}.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
 }
 
 #[cfg(test)]
@@ -518,5 +524,9 @@ mod tests {
         let err = parse(&["--help"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
         assert_eq!(run_args(&["-h", "localhost"]).host, "localhost");
+        for sub in ["shards", "plot"] {
+            let err = parse(&[sub, "--help"]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{sub}");
+        }
     }
 }

@@ -550,3 +550,146 @@ async fn flush(
     }
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The steady-state hot path allocates nothing: a counting allocator (for this
+    //! test binary only) watches requests go through [`step`] exactly as the
+    //! connection loop runs them.
+    #![allow(unsafe_code)] // A global allocator can only be written with `unsafe`.
+
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::config::{Config, ConfigSource};
+
+    thread_local! {
+        /// Allocations made by the current thread (other tests run on other threads).
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    struct Counting;
+
+    fn count() {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+    }
+
+    // SAFETY: every method forwards to the system allocator with the caller's
+    // arguments, so its contract is the system allocator's.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            count();
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            count();
+            unsafe { System.alloc_zeroed(layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            count();
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: Counting = Counting;
+
+    fn allocations() -> u64 {
+        ALLOCATIONS.with(Cell::get)
+    }
+
+    struct Client {
+        state: Arc<ServerState>,
+        conn: ConnState,
+        parser: RequestParser,
+        inbuf: BytesMut,
+        out: Vec<u8>,
+        durable: u64,
+    }
+
+    impl Client {
+        fn new() -> Client {
+            let config = Config {
+                appendonly: false,
+                ..Config::default()
+            };
+            let state = ServerState::new(
+                config,
+                ConfigSource {
+                    file: None,
+                    overrides: 0,
+                },
+            );
+            let info = Arc::new(ClientInfo::new(
+                1,
+                "127.0.0.1:1".into(),
+                "127.0.0.1:2".into(),
+                -1,
+                unix_ms(),
+                Box::new(|| {}),
+            ));
+            Client {
+                state,
+                conn: ConnState::new(info, true),
+                parser: RequestParser::new(Limits::default()),
+                inbuf: BytesMut::with_capacity(BUF_SIZE),
+                out: Vec::with_capacity(BUF_SIZE),
+                durable: 0,
+            }
+        }
+
+        /// Runs every request in `input` (which must fit the buffers as they are).
+        fn run(&mut self, input: &[u8]) -> usize {
+            self.inbuf.extend_from_slice(input);
+            let mut ran = 0;
+            loop {
+                match step(
+                    &self.state,
+                    &mut self.conn,
+                    &mut self.parser,
+                    &mut self.inbuf,
+                    &mut self.out,
+                    &mut self.durable,
+                ) {
+                    Step::Ran => ran += 1,
+                    Step::NeedMore => return ran,
+                    _ => panic!("unexpected step"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pipeline_of_get_hits_allocates_nothing() {
+        let mut c = Client::new();
+        c.run(b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$16\r\nsixteen-byte-val\r\n");
+        assert_eq!(c.out, b"+OK\r\n");
+        let get = b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n";
+        let batch: Vec<u8> = get.iter().copied().cycle().take(get.len() * 100).collect();
+        let reply = b"$16\r\nsixteen-byte-val\r\n";
+        // Warm up: statistics, buffers and the key's first access settle.
+        for _ in 0..3 {
+            c.out.clear();
+            assert_eq!(c.run(&batch), 100);
+        }
+        c.out.clear();
+        let before = allocations();
+        let ran = c.run(&batch);
+        let allocated = allocations() - before;
+        assert_eq!(ran, 100);
+        assert_eq!(c.out.len(), reply.len() * 100);
+        assert!(c.out.starts_with(reply));
+        assert_eq!(allocated, 0, "100 GET hits made {allocated} allocations");
+        // The counter does see allocations: new keys need room.
+        let before = allocations();
+        c.run(b"*3\r\n$3\r\nSET\r\n$8\r\nnew-key1\r\n$1\r\nv\r\n");
+        assert!(allocations() > before);
+    }
+}

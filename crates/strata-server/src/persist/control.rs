@@ -178,6 +178,31 @@ pub fn start(state: &Arc<ServerState>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs background work (a compaction, a BGSAVE) on a thread of its own at the
+/// lowest CPU priority (nice 19): when it competes with the threads serving clients
+/// for a core, the scheduler gives them nearly all of it, and on idle cores it runs
+/// at full speed. The persistence worker itself keeps its priority, which a thread
+/// cannot raise again once lowered, for the jobs clients wait on (loading, SAVE).
+fn at_low_priority<T: Send>(work: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    std::thread::scope(|scope| {
+        let handle = std::thread::Builder::new()
+            .name("strata-background".into())
+            .spawn_scoped(scope, || {
+                // On Linux a thread id names one thread for setpriority.
+                if let Err(e) =
+                    rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19)
+                {
+                    tracing::debug!("could not lower the background thread's priority: {e}");
+                }
+                work()
+            })
+            .map_err(|e| format!("can't start a background thread: {e}"))?;
+        handle
+            .join()
+            .unwrap_or_else(|_| Err("the background job panicked".to_string()))
+    })
+}
+
 /// Whether a store directory holds any file.
 fn has_data(dir: &std::path::Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())
@@ -235,7 +260,11 @@ fn run(state: &Arc<ServerState>, job: Job) {
         }
         Job::Save { reply } => {
             let started = Instant::now();
-            let result = save(state);
+            // SAVE's client waits for it; BGSAVE yields to the clients.
+            let result = match reply {
+                Some(_) => save(state),
+                None => at_low_priority(|| save(state)),
+            };
             control
                 .last_bgsave_secs
                 .store(started.elapsed().as_secs() as i64, Ordering::Relaxed);
@@ -259,7 +288,7 @@ fn run(state: &Arc<ServerState>, job: Job) {
         Job::Rewrite => {
             let started = Instant::now();
             let result = match state.persist.load_full() {
-                Some(p) => p.rewrite().map(|report| {
+                Some(p) => at_low_priority(|| p.rewrite()).map(|report| {
                     tracing::info!(
                         "Log compacted: {} segments ({} bytes) into {} ({} bytes), {} keys",
                         report.inputs,

@@ -23,11 +23,12 @@ use smallvec::SmallVec;
 use strata_commands::{ClientInfo, ConnState, execute};
 use strata_resp::request::{Limits, Parsed, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
 use tokio::sync::Notify;
 
 use crate::blocking::Waiter;
 use crate::state::{ServerState, unix_ms};
+use crate::tls::Stream;
 
 /// Initial size of the query and output buffers.
 const BUF_SIZE: usize = 16 * 1024;
@@ -37,16 +38,11 @@ const BIG_ARG: usize = 32 * 1024;
 const FLUSH_AT: usize = 1 << 20;
 
 /// Serves one accepted connection until it closes.
-pub async fn serve(
-    state: Arc<ServerState>,
-    stream: TcpStream,
-    peer: SocketAddr,
-    local: SocketAddr,
-) {
+pub async fn serve(state: Arc<ServerState>, stream: Stream, peer: SocketAddr, local: SocketAddr) {
     let id = state.next_client_id();
     let wake = Arc::new(Notify::new());
     let waker = wake.clone();
-    let fd = fd_of(&stream);
+    let fd = stream.fd();
     let info = Arc::new(ClientInfo::new(
         id,
         peer.to_string(),
@@ -58,8 +54,7 @@ pub async fn serve(
     state.register(info.clone());
     state.connected.fetch_add(1, Ordering::Relaxed);
     let mut stream = stream;
-    let requirepass = state.config.read().requirepass.is_some();
-    let mut conn = ConnState::new(info.clone(), !requirepass);
+    let mut conn = ConnState::new(info.clone(), !state.acl.auth_required());
     let result = run(&state, &mut stream, &mut conn, wake).await;
     state.pubsub.forget(&mut conn);
     if info.tracking_on.load(Ordering::Relaxed) {
@@ -89,20 +84,9 @@ pub async fn serve(
     let _ = stream.shutdown().await;
 }
 
-#[cfg(unix)]
-fn fd_of(stream: &TcpStream) -> i32 {
-    use std::os::fd::AsRawFd;
-    stream.as_raw_fd()
-}
-
-#[cfg(not(unix))]
-fn fd_of(_: &TcpStream) -> i32 {
-    -1
-}
-
 async fn run(
     state: &ServerState,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     conn: &mut ConnState,
     wake: Arc<Notify>,
 ) -> std::io::Result<()> {
@@ -357,7 +341,7 @@ impl Park<'_> {
     /// and runs after the blocking command, in order.
     async fn park(
         self,
-        stream: &mut TcpStream,
+        stream: &mut Stream,
         inbuf: &mut BytesMut,
         out: &mut Vec<u8>,
         waiter: &Arc<Waiter>,
@@ -431,7 +415,7 @@ impl Park<'_> {
     /// false if the connection must close. Input is buffered meanwhile.
     async fn paused(
         self,
-        stream: &mut TcpStream,
+        stream: &mut Stream,
         inbuf: &mut BytesMut,
         out: &mut Vec<u8>,
         until_ms: u64,
@@ -490,7 +474,7 @@ async fn sleep_or_never(limit: Option<Duration>) {
 /// was killed meanwhile (for instance for its output-buffer limits).
 async fn deliver_mail(
     state: &ServerState,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     info: &ClientInfo,
     wake: &Notify,
     out: &mut Vec<u8>,
@@ -508,7 +492,7 @@ async fn deliver_mail(
 /// the task is woken again to deliver them.
 async fn flush(
     state: &ServerState,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     info: &ClientInfo,
     wake: &Notify,
     out: &mut Vec<u8>,
@@ -531,6 +515,23 @@ async fn flush(
                 }
                 // New frames wait in the mailbox until this write is done (the
                 // check below wakes the task again for them).
+            }
+        }
+    }
+    // TLS may hold encrypted records back until flushed; plain TCP has none.
+    if matches!(stream, Stream::Tls(_)) {
+        loop {
+            tokio::select! {
+                r = stream.flush() => {
+                    r?;
+                    break;
+                }
+                _ = wake.notified() => {
+                    if info.is_killed() {
+                        out.clear();
+                        return Ok(false);
+                    }
+                }
             }
         }
     }

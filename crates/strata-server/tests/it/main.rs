@@ -4,6 +4,7 @@
 mod pairwise;
 mod support;
 
+mod acl;
 mod basics;
 mod blocking;
 mod client_control;
@@ -14,7 +15,9 @@ mod diff_pubsub;
 mod diff_set;
 mod diff_zset;
 mod differential;
+mod protected_mode;
 mod protocol;
 mod pubsub;
 mod random_diff;
+mod tls;
 mod transactions;

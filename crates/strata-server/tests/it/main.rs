@@ -15,6 +15,7 @@ mod diff_pubsub;
 mod diff_set;
 mod diff_zset;
 mod differential;
+mod persistence;
 mod protected_mode;
 mod protocol;
 mod pubsub;

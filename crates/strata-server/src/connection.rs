@@ -32,8 +32,12 @@ use crate::tls::Stream;
 
 /// Initial size of the query and output buffers.
 const BUF_SIZE: usize = 16 * 1024;
-/// Bulk arguments at least this big get their room reserved in one go.
+/// Bulk arguments at least this big get their room reserved ahead of their bytes.
 const BIG_ARG: usize = 32 * 1024;
+/// The most room reserved ahead of bytes that have not arrived: a declared length
+/// is only a promise, and thousands of clients each announcing a 512 MB argument
+/// and sending nothing more must not reserve that much each.
+const RESERVE_AHEAD: usize = 1 << 20;
 /// Replies are flushed mid-batch once this much is pending.
 const FLUSH_AT: usize = 1 << 20;
 
@@ -264,7 +268,11 @@ fn step(
                 && total >= BIG_ARG
                 && total > inbuf.len()
             {
-                inbuf.reserve(total - inbuf.len());
+                // Room for the rest, or for as much again as has arrived (at least
+                // RESERVE_AHEAD): a big argument still grows in a few steps, and the
+                // room reserved is never far beyond the bytes received.
+                let ahead = inbuf.len().max(RESERVE_AHEAD);
+                inbuf.reserve((total - inbuf.len()).min(ahead));
             }
             return Step::NeedMore;
         }

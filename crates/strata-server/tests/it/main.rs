@@ -15,6 +15,8 @@ mod diff_pubsub;
 mod diff_set;
 mod diff_zset;
 mod differential;
+mod hostile;
+mod limits;
 mod persistence;
 mod protected_mode;
 mod protocol;

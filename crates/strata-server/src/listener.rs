@@ -74,7 +74,10 @@ fn bind_one(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpList
 }
 
 /// Accepts connections until shutdown, spawning a task for each; with an acceptor,
-/// each connection first completes a TLS handshake (in its own task).
+/// each connection first completes a TLS handshake (in its own task). Connections
+/// still in their handshake count as connected clients (as in Redis, where the client
+/// exists from the accept), so clients that open TLS connections and stall cannot
+/// take more descriptors than `maxclients` allows.
 pub async fn accept_loop(
     state: Arc<ServerState>,
     listener: TcpListener,
@@ -139,8 +142,12 @@ pub async fn accept_loop(
                 ));
             }
             Some(acceptor) => {
+                state.connected.fetch_add(1, Ordering::Relaxed);
                 tokio::spawn(async move {
-                    match crate::tls::handshake(&acceptor, stream).await {
+                    let shaken = crate::tls::handshake(&acceptor, stream).await;
+                    // `serve` counts the client from here on.
+                    state.connected.fetch_sub(1, Ordering::Relaxed);
+                    match shaken {
                         Ok(stream) => crate::connection::serve(state, stream, peer, local).await,
                         Err(e) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
                     }

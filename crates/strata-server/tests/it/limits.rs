@@ -114,6 +114,8 @@ fn a_slowloris_of_half_sent_requests_stays_small() {
 #[test]
 fn maxclients_refuses_past_the_limit() {
     let server = strata(&["--maxclients", "50"]);
+    // The readiness check's connection must be gone first.
+    std::thread::sleep(Duration::from_millis(300));
     let mut c = server.client();
     let held = half_sent(server.port, 49, b"PI");
     assert_eq!(wait_for_clients(&mut c, 50), 50);

@@ -269,3 +269,27 @@ fn bad_tls_configuration_stops_start_up() {
         assert!(!out.status.success(), "{extra:?} started");
     }
 }
+
+#[test]
+fn stalled_handshakes_count_towards_maxclients() {
+    let pki = Pki::new();
+    let (server, port) = pki.server(&["--tls-auth-clients", "no", "--maxclients", "5"]);
+    // The readiness check's connection must be gone first.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Five connections to the TLS port that never say hello.
+    let stalled: Vec<std::net::TcpStream> = (0..5)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut plain = server.client();
+    assert_eq!(
+        plain.read_to_close(),
+        b"-ERR max number of clients reached\r\n"
+    );
+    drop(stalled);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        set_get(&pki.client(port, None), b"v").expect("room again"),
+        b"v"
+    );
+}

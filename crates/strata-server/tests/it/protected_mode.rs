@@ -39,12 +39,16 @@ fn protected_mode_refuses_remote_clients_without_a_password() {
         .args(["-n", "true"])
         .status()
         .is_ok_and(|s| s.success())
+        && Command::new("ip")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
         && Command::new("redis-cli")
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success());
     if !usable {
-        eprintln!("note: no network namespaces or redis-cli here; skipping");
+        eprintln!("note: no network namespaces, ip or redis-cli here; skipping");
         return;
     }
     let out = Command::new("timeout")

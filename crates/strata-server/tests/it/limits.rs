@@ -21,6 +21,13 @@ fn rss_kib(server: &Proc) -> u64 {
         .expect("VmRSS")
 }
 
+/// The server's open file descriptors (Linux), from `/proc`.
+fn open_fds(server: &Proc) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", server.pid()))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
 /// Raises this process's open-files limit to fit `n` more sockets; the number of
 /// connections that fit.
 fn room_for(n: usize) -> usize {
@@ -74,6 +81,7 @@ fn a_slowloris_of_half_sent_requests_stays_small() {
     let n = room_for(2000);
     let server = strata(&[]);
     let before = rss_kib(&server);
+    let fds_before = open_fds(&server);
     // Each client announces a 100 kB value, sends a little of it and stalls; half of
     // them announce the largest value allowed (512 MB) instead.
     let mut small = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$100000\r\n".to_vec();
@@ -86,9 +94,10 @@ fn a_slowloris_of_half_sent_requests_stays_small() {
     assert_eq!(wait_for_clients(&mut c, n + 1), n + 1);
     std::thread::sleep(Duration::from_millis(300));
     let after = rss_kib(&server);
+    let fds = open_fds(&server);
     let per_client = (after.saturating_sub(before)) * 1024 / n as u64;
     println!(
-        "slowloris: {n} half-sent requests, RSS {before} KiB -> {after} KiB ({per_client} bytes per client)"
+        "slowloris: {n} half-sent requests, RSS {before} KiB -> {after} KiB ({per_client} bytes per client), fds {fds_before} -> {fds}"
     );
     // Far below what the announced lengths would cost (2,000 x 512 MB).
     assert!(
@@ -108,7 +117,14 @@ fn a_slowloris_of_half_sent_requests_stays_small() {
     first.read_exact(&mut reply).expect("reply");
     assert_eq!(&reply, b"+OK\r\n");
     assert_eq!(c.cmd(&["STRLEN", "key"]), Value::Integer(100_000));
+    // Every descriptor comes back once they leave.
     drop(held);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while open_fds(&server) > fds_before + 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(open_fds(&server) <= fds_before + 1, "descriptors leaked");
+    assert_eq!(connected_clients(&mut c), 1);
 }
 
 #[test]

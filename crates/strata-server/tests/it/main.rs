@@ -6,6 +6,7 @@ mod support;
 
 mod acl;
 mod basics;
+mod benchmark;
 mod blocking;
 mod client_control;
 mod clients;

@@ -61,6 +61,8 @@ pub struct ClientInfo {
     pub tracking: Mutex<TrackingState>,
     /// Whether tracking is on, readable without the lock.
     pub tracking_on: AtomicBool,
+    /// The ACL user it is authenticated as (`user=`; CLIENT KILL USER).
+    pub user: Mutex<Vec<u8>>,
     /// Wakes the connection's task so it notices `killed` or its mailbox.
     waker: Box<dyn Fn() + Send + Sync>,
 }
@@ -103,6 +105,7 @@ impl ClientInfo {
             output_limit_reached: AtomicBool::new(false),
             tracking: Mutex::new(TrackingState::default()),
             tracking_on: AtomicBool::new(false),
+            user: Mutex::new(b"default".to_vec()),
             waker,
         }
     }
@@ -257,7 +260,8 @@ pub struct ConnState {
     pub db: usize,
     pub proto: Protocol,
     pub authenticated: bool,
-    pub user: String,
+    /// The ACL user it runs commands as.
+    pub user: crate::acl::Session,
     pub info: Arc<ClientInfo>,
     /// Close the connection once the pending replies are written (QUIT, protocol
     /// errors).
@@ -313,7 +317,7 @@ impl ConnState {
             db: 0,
             proto: Protocol::Resp2,
             authenticated,
-            user: "default".to_string(),
+            user: crate::acl::Session::default(),
             info,
             close_after_reply: false,
             may_block: true,

@@ -1,7 +1,8 @@
 //! Running one command: look it up, check it, lock its shards, call its handler.
 //!
 //! The checks come from the command table and happen in Redis's order (unknown command,
-//! arity, authentication) before the handler runs, so handlers never repeat them.
+//! arity, authentication, ACL permissions) before the handler runs, so handlers never
+//! repeat them.
 
 use std::sync::atomic::Ordering;
 
@@ -174,8 +175,11 @@ fn dispatch(
         Ok(cmd) => cmd,
         Err((cmd, e)) => return reject(ks, conn, out, cmd, &e.to_bytes()),
     };
-    if !conn.authenticated && !cmd.flags.contains(Flags::NO_AUTH) {
+    if !cmd.flags.contains(Flags::NO_AUTH) && crate::families::acl::auth_required(server, conn) {
         return reject(ks, conn, out, Some(cmd), b"NOAUTH Authentication required.");
+    }
+    if let Err(text) = crate::families::acl::check_command(server, conn, cmd, argv, now_ms) {
+        return reject(ks, conn, out, Some(cmd), text.as_bytes());
     }
     if conn.in_subscribed_mode() && !allowed_when_subscribed(cmd) {
         let text = format!(

@@ -9,7 +9,9 @@
 //! - [`table`]: the [`table::Command`] entries and the [`table::Registry`].
 //! - [`exec`]: dispatch — lookup, arity, authentication, locking, the call.
 //! - [`families`]: the handlers, one module per Redis group.
+//! - [`acl`]: users, permissions, the ACL log and the ACL file.
 
+pub mod acl;
 pub mod conn;
 pub mod ctx;
 pub mod effects;

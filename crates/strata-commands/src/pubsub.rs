@@ -388,6 +388,20 @@ impl PubSub {
             .map_or(0, |s| s.len())
     }
 
+    /// Every channel, pattern and shard channel a client subscribes to.
+    pub fn subscriptions_of(&self, client: u64) -> Vec<(Kind, Vec<u8>)> {
+        let maps = self.maps.read();
+        let mut found = Vec::new();
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            for (name, subscribers) in maps.map_ref(kind) {
+                if subscribers.contains_key(&client) {
+                    found.push((kind, name.clone()));
+                }
+            }
+        }
+        found
+    }
+
     /// Number of distinct patterns subscribed to.
     pub fn numpat(&self) -> usize {
         self.maps.read().patterns.len()

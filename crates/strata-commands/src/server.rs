@@ -150,4 +150,10 @@ pub trait Server: Send + Sync {
     fn unblock_client(&self, _id: u64, _with_error: bool) -> bool {
         false
     }
+
+    /// The ACL users and log; `None` for a server without access control (a test's
+    /// fake), where every command is allowed.
+    fn acl(&self) -> Option<&crate::acl::Acl> {
+        None
+    }
 }

@@ -23,30 +23,30 @@ use smallvec::SmallVec;
 use strata_commands::{ClientInfo, ConnState, execute};
 use strata_resp::request::{Limits, Parsed, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
 use tokio::sync::Notify;
 
 use crate::blocking::Waiter;
 use crate::state::{ServerState, unix_ms};
+use crate::tls::Stream;
 
 /// Initial size of the query and output buffers.
 const BUF_SIZE: usize = 16 * 1024;
-/// Bulk arguments at least this big get their room reserved in one go.
+/// Bulk arguments at least this big get their room reserved ahead of their bytes.
 const BIG_ARG: usize = 32 * 1024;
+/// The most room reserved ahead of bytes that have not arrived: a declared length
+/// is only a promise, and thousands of clients each announcing a 512 MB argument
+/// and sending nothing more must not reserve that much each.
+const RESERVE_AHEAD: usize = 1 << 20;
 /// Replies are flushed mid-batch once this much is pending.
 const FLUSH_AT: usize = 1 << 20;
 
 /// Serves one accepted connection until it closes.
-pub async fn serve(
-    state: Arc<ServerState>,
-    stream: TcpStream,
-    peer: SocketAddr,
-    local: SocketAddr,
-) {
+pub async fn serve(state: Arc<ServerState>, stream: Stream, peer: SocketAddr, local: SocketAddr) {
     let id = state.next_client_id();
     let wake = Arc::new(Notify::new());
     let waker = wake.clone();
-    let fd = fd_of(&stream);
+    let fd = stream.fd();
     let info = Arc::new(ClientInfo::new(
         id,
         peer.to_string(),
@@ -58,8 +58,7 @@ pub async fn serve(
     state.register(info.clone());
     state.connected.fetch_add(1, Ordering::Relaxed);
     let mut stream = stream;
-    let requirepass = state.config.read().requirepass.is_some();
-    let mut conn = ConnState::new(info.clone(), !requirepass);
+    let mut conn = ConnState::new(info.clone(), !state.acl.auth_required());
     let result = run(&state, &mut stream, &mut conn, wake).await;
     state.pubsub.forget(&mut conn);
     if info.tracking_on.load(Ordering::Relaxed) {
@@ -89,20 +88,9 @@ pub async fn serve(
     let _ = stream.shutdown().await;
 }
 
-#[cfg(unix)]
-fn fd_of(stream: &TcpStream) -> i32 {
-    use std::os::fd::AsRawFd;
-    stream.as_raw_fd()
-}
-
-#[cfg(not(unix))]
-fn fd_of(_: &TcpStream) -> i32 {
-    -1
-}
-
 async fn run(
     state: &ServerState,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     conn: &mut ConnState,
     wake: Arc<Notify>,
 ) -> std::io::Result<()> {
@@ -280,7 +268,11 @@ fn step(
                 && total >= BIG_ARG
                 && total > inbuf.len()
             {
-                inbuf.reserve(total - inbuf.len());
+                // Room for the rest, or for as much again as has arrived (at least
+                // RESERVE_AHEAD): a big argument still grows in a few steps, and the
+                // room reserved is never far beyond the bytes received.
+                let ahead = inbuf.len().max(RESERVE_AHEAD);
+                inbuf.reserve((total - inbuf.len()).min(ahead));
             }
             return Step::NeedMore;
         }
@@ -357,7 +349,7 @@ impl Park<'_> {
     /// and runs after the blocking command, in order.
     async fn park(
         self,
-        stream: &mut TcpStream,
+        stream: &mut Stream,
         inbuf: &mut BytesMut,
         out: &mut Vec<u8>,
         waiter: &Arc<Waiter>,
@@ -436,7 +428,7 @@ impl Park<'_> {
     /// false if the connection must close. Input is buffered meanwhile.
     async fn paused(
         self,
-        stream: &mut TcpStream,
+        stream: &mut Stream,
         inbuf: &mut BytesMut,
         out: &mut Vec<u8>,
         until_ms: u64,
@@ -495,7 +487,7 @@ async fn sleep_or_never(limit: Option<Duration>) {
 /// was killed meanwhile (for instance for its output-buffer limits).
 async fn deliver_mail(
     state: &ServerState,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     info: &ClientInfo,
     wake: &Notify,
     out: &mut Vec<u8>,
@@ -513,7 +505,7 @@ async fn deliver_mail(
 /// the task is woken again to deliver them.
 async fn flush(
     state: &ServerState,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     info: &ClientInfo,
     wake: &Notify,
     out: &mut Vec<u8>,
@@ -536,6 +528,23 @@ async fn flush(
                 }
                 // New frames wait in the mailbox until this write is done (the
                 // check below wakes the task again for them).
+            }
+        }
+    }
+    // TLS may hold encrypted records back until flushed; plain TCP has none.
+    if matches!(stream, Stream::Tls(_)) {
+        loop {
+            tokio::select! {
+                r = stream.flush() => {
+                    r?;
+                    break;
+                }
+                _ = wake.notified() => {
+                    if info.is_killed() {
+                        out.clear();
+                        return Ok(false);
+                    }
+                }
             }
         }
     }

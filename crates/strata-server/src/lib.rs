@@ -4,11 +4,13 @@
 //! the command table together behind a Tokio runtime and implements the command
 //! layer's [`strata_commands::Server`] trait for server-wide commands.
 
+pub mod access;
 pub mod blocking;
 pub mod config;
 pub mod connection;
 pub mod cron;
 pub mod info;
+pub mod limits;
 pub mod listener;
 pub mod logging;
 pub mod memory;
@@ -16,6 +18,7 @@ pub mod pause;
 pub mod persist;
 pub mod state;
 pub mod stats;
+pub mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,9 +56,25 @@ pub async fn serve(
     source: ConfigSource,
     on_loglevel: Option<LogLevelSetter>,
 ) -> anyhow::Result<()> {
-    let listeners = listener::bind(&config.bind, config.port, config.tcp_backlog)?;
+    let mut config = config;
+    config.maxclients = limits::fit_maxclients(config.maxclients)?;
+    // Port 0 opens no plain listener; tls-port 0 no TLS one.
+    let listeners = if config.port == 0 {
+        Vec::new()
+    } else {
+        listener::bind(&config.bind, config.port, config.tcp_backlog)?
+    };
+    let tls = tls::acceptor(&config.tls)?;
+    let tls_listeners = match &tls {
+        Some(_) => listener::bind(&config.bind, config.tls.port, config.tcp_backlog)?,
+        None => Vec::new(),
+    };
+    if listeners.is_empty() && tls_listeners.is_empty() {
+        anyhow::bail!("Configured to not listen anywhere, exiting.");
+    }
     let port = config.port;
     let state = ServerState::new(config, source);
+    access::load_users(&state)?;
     *state.on_loglevel.lock() = on_loglevel;
     state
         .tcp_port
@@ -67,7 +86,16 @@ pub async fn serve(
     for l in listeners {
         let l = TcpListener::from_std(l)?;
         tracing::info!("Ready to accept connections on {}", l.local_addr()?);
-        accepts.push(tokio::spawn(listener::accept_loop(state.clone(), l)));
+        accepts.push(tokio::spawn(listener::accept_loop(state.clone(), l, None)));
+    }
+    for l in tls_listeners {
+        let l = TcpListener::from_std(l)?;
+        tracing::info!("Ready to accept TLS connections on {}", l.local_addr()?);
+        accepts.push(tokio::spawn(listener::accept_loop(
+            state.clone(),
+            l,
+            tls.clone(),
+        )));
     }
     wait_for_shutdown(&state).await;
     tracing::warn!("Shutting down: no new connections; finishing replies in flight");

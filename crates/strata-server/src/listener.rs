@@ -9,6 +9,7 @@ use tokio::net::TcpListener;
 
 use crate::config::BindAddr;
 use crate::state::ServerState;
+use crate::tls::Stream;
 
 /// Binds every address of the `bind` directive on `port`. An address with a leading
 /// `-` is optional: failing to bind it is not an error, as in Redis.
@@ -72,8 +73,16 @@ fn bind_one(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpList
     Ok(socket.into())
 }
 
-/// Accepts connections until shutdown, spawning a task for each.
-pub async fn accept_loop(state: Arc<ServerState>, listener: TcpListener) {
+/// Accepts connections until shutdown, spawning a task for each; with an acceptor,
+/// each connection first completes a TLS handshake (in its own task). Connections
+/// still in their handshake count as connected clients (as in Redis, where the client
+/// exists from the accept), so clients that open TLS connections and stall cannot
+/// take more descriptors than `maxclients` allows.
+pub async fn accept_loop(
+    state: Arc<ServerState>,
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let mut shutdown = state.shutdown_signal();
     let local = listener.local_addr().ok();
     loop {
@@ -107,11 +116,43 @@ pub async fn accept_loop(state: Arc<ServerState>, listener: TcpListener) {
             });
             continue;
         }
+        if crate::access::protected_refusal(&state, peer) {
+            state
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let _ = stream.write_all(crate::access::PROTECTED_MODE_DENIED).await;
+            });
+            continue;
+        }
         let local = stream
             .local_addr()
             .ok()
             .or(local)
             .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-        tokio::spawn(crate::connection::serve(state.clone(), stream, peer, local));
+        let state = state.clone();
+        match tls.clone() {
+            None => {
+                tokio::spawn(crate::connection::serve(
+                    state,
+                    Stream::Plain(stream),
+                    peer,
+                    local,
+                ));
+            }
+            Some(acceptor) => {
+                state.connected.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(async move {
+                    let shaken = crate::tls::handshake(&acceptor, stream).await;
+                    // `serve` counts the client from here on.
+                    state.connected.fetch_sub(1, Ordering::Relaxed);
+                    match shaken {
+                        Ok(stream) => crate::connection::serve(state, stream, peer, local).await,
+                        Err(e) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
+                    }
+                });
+            }
+        }
     }
 }

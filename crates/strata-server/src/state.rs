@@ -59,6 +59,8 @@ pub struct ServerState {
     pub pubsub: PubSub,
     /// CLIENT PAUSE.
     pub pause: crate::pause::Pause,
+    /// ACL users and the ACL log.
+    pub acl: strata_commands::acl::Acl,
 }
 
 pub fn unix_ms() -> u64 {
@@ -69,7 +71,12 @@ pub fn unix_ms() -> u64 {
 
 impl ServerState {
     pub fn new(config: Config, source: ConfigSource) -> Arc<ServerState> {
-        let registry = strata_commands::registry();
+        let mut registry = strata_commands::registry();
+        // Checked when the configuration was read.
+        for (from, to) in &config.security.renames {
+            registry.rename(from, to);
+        }
+        let acl = strata_commands::acl::Acl::new(&registry);
         let stats = Stats::new(registry.id_count());
         let keyspace = Keyspace::new(config.databases, config.shards);
         let (shutdown_tx, _) = watch::channel(false);
@@ -115,6 +122,7 @@ impl ServerState {
             failed: AtomicBool::new(false),
             pubsub: PubSub::new(),
             pause: Default::default(),
+            acl,
         })
         .with_settings_applied()
     }
@@ -126,6 +134,9 @@ impl ServerState {
             "notify-keyspace-events",
             "pubsub-max-subscriptions-per-client",
             "tracking-table-max-keys",
+            "requirepass",
+            "acllog-max-len",
+            "acl-pubsub-default",
         ]);
         self
     }
@@ -216,6 +227,19 @@ impl ServerState {
                 "pubsub-max-subscriptions-per-client" => self
                     .pubsub
                     .set_max_per_client(cfg.pubsub_max_subscriptions_per_client as usize),
+                "requirepass" => self.acl.set_default_password(
+                    &self.registry,
+                    cfg.requirepass.as_deref().map(str::as_bytes),
+                ),
+                "acllog-max-len" => self
+                    .acl
+                    .log_max_len
+                    .store(cfg.security.acllog_max_len as usize, Ordering::Relaxed),
+                "acl-pubsub-default" => self.acl.pubsub_allchannels.store(
+                    cfg.security.acl_pubsub_default
+                        == crate::config::security::AclPubsubDefault::Allchannels,
+                    Ordering::Relaxed,
+                ),
                 "tracking-table-max-keys" => self
                     .pubsub
                     .tracking
@@ -385,5 +409,9 @@ impl Server for ServerState {
 
     fn unblock_client(&self, id: u64, with_error: bool) -> bool {
         self.blocking.unblock(id, with_error)
+    }
+
+    fn acl(&self) -> Option<&strata_commands::acl::Acl> {
+        Some(&self.acl)
     }
 }

@@ -217,31 +217,10 @@ fn quit(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
-
-/// Checks credentials against the default user (the only user until ACLs exist):
-/// with no `requirepass` it accepts any password.
-fn check_credentials(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    match ctx.server.requirepass() {
-        None => true,
-        Some(p) => constant_time_eq(p.as_bytes(), pass),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 fn auth(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (user, pass): (&[u8], &[u8]) = match args {
         [_, pass] => {
-            if ctx.server.requirepass().is_none() {
+            if crate::families::acl::starts_authenticated(ctx.server) {
                 return Err(CmdError::err(
                     "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
                 ));
@@ -251,13 +230,9 @@ fn auth(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         [_, user, pass] => (user, pass),
         _ => return Err(CmdError::Syntax),
     };
-    if check_credentials(ctx, user, pass) {
-        ctx.conn.authenticated = true;
-        ctx.out.ok();
-        Ok(())
-    } else {
-        Err(CmdError::coded(WRONGPASS))
-    }
+    crate::families::acl::authenticate(ctx, args[0], user, pass)?;
+    ctx.out.ok();
+    Ok(())
 }
 
 /// Validates a client name as Redis does: printable ASCII without spaces.
@@ -295,10 +270,7 @@ fn hello(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     while i < args.len() {
         let more = args.len() - 1 - i;
         if is(args[i], "auth") && more >= 2 {
-            if !check_credentials(ctx, args[i + 1], args[i + 2]) {
-                return Err(CmdError::coded(WRONGPASS));
-            }
-            ctx.conn.authenticated = true;
+            crate::families::acl::authenticate(ctx, args[0], args[i + 1], args[i + 2])?;
             i += 3;
         } else if is(args[i], "setname") && more >= 1 {
             valid_name(args[i + 1])?;
@@ -398,7 +370,9 @@ fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     crate::families::transactions::unwatch_all(&mut ctx.keys, ctx.conn);
     ctx.conn.set_db(0);
     ctx.conn.set_proto(Protocol::Resp2);
-    ctx.conn.authenticated = ctx.server.requirepass().is_none();
+    ctx.conn.authenticated = crate::families::acl::starts_authenticated(ctx.server);
+    ctx.conn.user.reset();
+    *ctx.conn.info.user.lock() = b"default".to_vec();
     *ctx.conn.info.name.lock() = None;
     ctx.out.set_protocol(Protocol::Resp2);
     ctx.out.simple(b"RESET");
@@ -444,7 +418,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64, registry: &crate::table::Registr
     let oll = c.mailbox.len();
     let omem = c.mailbox.bytes();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user=default redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -467,6 +441,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64, registry: &crate::table::Registr
         omem,
         qbuf + qbuf_free + obl + omem,
         cmd,
+        String::from_utf8_lossy(&c.user.lock()),
         crate::families::client::redirect_of(c),
         c.resp.load(Ordering::Relaxed),
     )
@@ -570,7 +545,11 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         } else if is(opt, "laddr") {
             laddr = Some(val);
         } else if is(opt, "user") {
-            if val != b"default" {
+            let exists = match ctx.server.acl() {
+                Some(acl) => acl.user(val).is_some(),
+                None => val == b"default",
+            };
+            if !exists {
                 return Err(CmdError::quoting("No such user '", val, "'"));
             }
             user = Some(val);
@@ -595,7 +574,7 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             && kind.is_none_or(|k| k == type_of(c))
             && addr.is_none_or(|a| c.addr.as_bytes() == a)
             && laddr.is_none_or(|a| c.laddr.as_bytes() == a)
-            && user.is_none_or(|_| true)
+            && user.is_none_or(|u| *c.user.lock() == u)
             && max_age.is_none_or(|age| {
                 let lived = ctx.keys.now_ms.saturating_sub(c.created_ms) / 1000;
                 i64::try_from(lived).unwrap_or(i64::MAX) >= age

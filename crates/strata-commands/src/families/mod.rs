@@ -1,6 +1,7 @@
 //! The command families, one module per Redis group, each with its table entries
 //! next to its handlers.
 
+pub mod acl;
 pub mod client;
 pub mod collection;
 pub mod command;
@@ -35,6 +36,7 @@ pub const ALL: &[&[Command]] = &[
     set::COMMANDS,
     pubsub::COMMANDS,
     client::COMMANDS,
+    acl::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

@@ -184,7 +184,10 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         let Some(handler) = cmd.handler else { continue };
         let start = ctx.out.buffer().len();
         let silent = ctx.conn.reply.silent();
-        if let Err(e) = handler(ctx, args) {
+        // The rules may have changed since the command was queued.
+        let result =
+            crate::families::acl::check_queued(ctx, cmd, args).and_then(|()| handler(ctx, args));
+        if let Err(e) = result {
             ctx.out.buffer().truncate(start);
             ctx.out.error(e.to_string().as_bytes());
         }

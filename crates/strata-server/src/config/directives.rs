@@ -205,15 +205,23 @@ impl Directive {
     }
 }
 
-/// Every directive, in the order of the documentation.
-pub fn all() -> &'static [Directive] {
-    DIRECTIVES
+/// Every directive, in the order of the documentation (the security directives of
+/// [`super::security`] last).
+pub fn all() -> &'static [&'static Directive] {
+    static ALL: std::sync::LazyLock<Vec<&'static Directive>> = std::sync::LazyLock::new(|| {
+        DIRECTIVES
+            .iter()
+            .chain(super::security::DIRECTIVES)
+            .collect()
+    });
+    &ALL
 }
 
 /// The directive called `name` (or whose alias is `name`), ignoring ASCII case.
 pub fn lookup(name: &[u8]) -> Option<&'static Directive> {
-    DIRECTIVES
+    all()
         .iter()
+        .copied()
         .find(|d| d.names().any(|n| n.as_bytes().eq_ignore_ascii_case(name)))
 }
 
@@ -1060,7 +1068,8 @@ mod tests {
 
     #[test]
     fn the_directive_list_is_complete() {
-        let names: Vec<&str> = all().iter().map(|d| d.name).collect();
+        // The security directives are listed by their own module's test.
+        let names: Vec<&str> = DIRECTIVES.iter().map(|d| d.name).collect();
         assert_eq!(
             names,
             [
@@ -1126,6 +1135,14 @@ mod tests {
             "enable-debug-command",
             "io-threads",
             "shards",
+            "aclfile",
+            // Mutable in Redis, which reconfigures TLS at run time; strata needs a restart.
+            "tls-port",
+            "tls-cert-file",
+            "tls-key-file",
+            "tls-ca-cert-file",
+            "tls-auth-clients",
+            "tls-protocols",
         ];
         let protected = ["dir", "dbfilename"];
         for d in all() {

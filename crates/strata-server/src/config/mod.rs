@@ -75,6 +75,8 @@ macro_rules! config_enum {
     };
 }
 
+pub mod security;
+
 config_enum! {
     /// How much the server logs (`loglevel`).
     LogLevel {
@@ -331,6 +333,10 @@ pub struct Config {
     pub list_max_listpack_size: i64,
     /// `list-compress-depth`: only 0 (no compression of list nodes) is supported.
     pub list_compress_depth: i64,
+    /// ACL directives, `rename-command` and `user` statements.
+    pub security: security::Security,
+    /// TLS directives.
+    pub tls: security::Tls,
 }
 
 impl Config {
@@ -416,6 +422,8 @@ impl Default for Config {
             zset_max_listpack_value: 64,
             list_max_listpack_size: -2,
             list_compress_depth: 0,
+            security: security::Security::default(),
+            tls: security::Tls::default(),
         }
     }
 }
@@ -1117,6 +1125,7 @@ mod tests {
         fn comparable() -> impl Iterator<Item = &'static Directive> {
             directives::all()
                 .iter()
+                .copied()
                 .filter(|d| !DIFFERENT.contains(&d.name))
         }
 

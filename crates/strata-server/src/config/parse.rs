@@ -247,6 +247,9 @@ impl Loader {
     /// Applies one directive given as its name and arguments; the error is the reason
     /// only, for the caller to place.
     pub(crate) fn apply(&mut self, name: &[u8], args: &[&[u8]]) -> Result<(), String> {
+        if let Some(result) = super::security::apply_statement(&mut self.config, name, args) {
+            return result;
+        }
         let directive = directives::lookup(name)
             .ok_or_else(|| format!("unknown directive '{}'", String::from_utf8_lossy(name)))?;
         directive.apply(&mut self.config, args, &mut self.phase)

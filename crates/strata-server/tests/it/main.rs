@@ -4,6 +4,7 @@
 mod pairwise;
 mod support;
 
+mod acl;
 mod basics;
 mod benchmark;
 mod blocking;
@@ -15,8 +16,12 @@ mod diff_pubsub;
 mod diff_set;
 mod diff_zset;
 mod differential;
+mod hostile;
+mod limits;
 mod persistence;
+mod protected_mode;
 mod protocol;
 mod pubsub;
 mod random_diff;
+mod tls;
 mod transactions;

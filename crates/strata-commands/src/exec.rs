@@ -197,6 +197,11 @@ fn dispatch(
             b"ERR Replica can't interact with the keyspace",
         );
     }
+    if !cmd.flags.contains(Flags::ALLOW_BUSY)
+        && let Some(busy) = server.scripting().and_then(|s| s.busy_error())
+    {
+        return reject(ks, conn, out, Some(cmd), busy.as_bytes());
+    }
     if conn.multi.is_some() && !runs_in_multi(cmd) {
         if cmd.flags.contains(Flags::NO_MULTI) {
             return reject(
@@ -289,7 +294,10 @@ pub fn run(
     let hub = server.pubsub();
     keys.notify = hub;
     keys.client_id = conn.info.id;
-    lock_for(&mut keys, cmd, argv);
+    if let Err(busy) = lock_for(server, &mut keys, cmd, argv) {
+        ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
+        return Outcome::rejected(Some(cmd));
+    }
     let proto = conn.proto;
     let start = out.len();
     let mut ctx = Ctx {
@@ -392,8 +400,37 @@ pub fn remember_reads(ctx: &mut Ctx, cmd: &Command, argv: &[&[u8]]) {
     );
 }
 
-/// Locks the shards of the command's keys before it runs.
-fn lock_for(keys: &mut Keys<'_>, cmd: &Command, argv: &[&[u8]]) {
+/// Locks the shards of the command's keys before it runs. While a script runs, the
+/// wait for a shard it holds gives up with the BUSY error once the script passes
+/// `busy-reply-threshold` (unless the command may run then).
+fn lock_for(
+    server: &dyn Server,
+    keys: &mut Keys<'_>,
+    cmd: &Command,
+    argv: &[&[u8]],
+) -> Result<(), &'static str> {
+    if let Some(scripting) = server.scripting()
+        && scripting.any_running()
+        && !cmd.flags.contains(Flags::ALLOW_BUSY)
+        && (!cmd.key_specs.is_empty() || cmd.getkeys.is_some())
+    {
+        let positions: SmallVec<[usize; 8]> = key_positions(cmd, argv).into_iter().collect();
+        let locked = keys.lock_keys_unless(
+            positions.iter().filter_map(|&i| argv.get(i).copied()),
+            &|| scripting.busy_error().is_some(),
+        );
+        return match locked {
+            true => Ok(()),
+            false => Err(scripting
+                .busy_error()
+                .unwrap_or(crate::scripting::BUSY_EVAL)),
+        };
+    }
+    lock_plain(keys, cmd, argv);
+    Ok(())
+}
+
+fn lock_plain(keys: &mut Keys<'_>, cmd: &Command, argv: &[&[u8]]) {
     // The common case, one key at a fixed position, without building a list.
     if let [spec] = cmd.key_specs
         && let (BeginSearch::Index(i), FindKeys::Range { last_key: 0, .. }) =

@@ -142,6 +142,14 @@ fn load(
     let databases = state.keyspace.databases();
     let p = Arc::new(persist::Persistence::open(dir, databases, fsync, replay)?);
     p.recover(&state.keyspace, &limits, state::unix_ms())?;
+    if let Some(payload) = p.functions()? {
+        let n = strata_commands::families::scripting::function::restore_logged(
+            &state.scripting,
+            &payload,
+        )
+        .map_err(|e| anyhow::anyhow!("loading the function libraries: {e}"))?;
+        tracing::info!("{n} function libraries loaded");
+    }
     p.spawn_syncer(state.clone());
     let _ = state.persist.set(p);
     Ok(())

@@ -54,6 +54,8 @@ pub struct ServerState {
     pub pubsub: PubSub,
     /// CLIENT PAUSE.
     pub pause: crate::pause::Pause,
+    /// EVAL scripts, FUNCTION libraries, the Lua interpreters, the running scripts.
+    pub scripting: strata_commands::scripting::Scripting,
 }
 
 pub fn unix_ms() -> u64 {
@@ -108,6 +110,7 @@ impl ServerState {
             failed: AtomicBool::new(false),
             pubsub: PubSub::new(),
             pause: Default::default(),
+            scripting: Default::default(),
         })
         .with_settings_applied()
     }
@@ -119,6 +122,8 @@ impl ServerState {
             "notify-keyspace-events",
             "pubsub-max-subscriptions-per-client",
             "tracking-table-max-keys",
+            "busy-reply-threshold",
+            "lua-memory-limit",
         ]);
         self
     }
@@ -169,6 +174,7 @@ impl ServerState {
     }
 
     pub fn begin_shutdown(&self) {
+        self.scripting.kill_all();
         self.shutdown_tx.send_replace(true);
     }
 
@@ -209,6 +215,14 @@ impl ServerState {
                 "pubsub-max-subscriptions-per-client" => self
                     .pubsub
                     .set_max_per_client(cfg.pubsub_max_subscriptions_per_client as usize),
+                "busy-reply-threshold" => self
+                    .scripting
+                    .busy_threshold_ms
+                    .store(cfg.busy_reply_threshold, Ordering::Relaxed),
+                "lua-memory-limit" => self
+                    .scripting
+                    .memory_limit
+                    .store(cfg.lua_memory_limit as usize, Ordering::Relaxed),
                 "tracking-table-max-keys" => self
                     .pubsub
                     .tracking
@@ -292,7 +306,15 @@ impl Server for ServerState {
         }
     }
 
-    fn shutdown(&self, _mode: ShutdownMode) -> Result<(), String> {
+    fn shutdown(&self, mode: ShutdownMode) -> Result<(), String> {
+        // As in Redis: while a script is past busy-reply-threshold only SHUTDOWN
+        // NOSAVE goes through; it stops the script.
+        if mode != ShutdownMode::NoSave
+            && let Some(busy) = self.scripting.busy_error()
+        {
+            return Err(busy.to_string());
+        }
+        self.scripting.kill_all();
         // Nothing to save yet: the dataset lives in memory until persistence lands,
         // so SAVE and NOSAVE shut down alike.
         tracing::warn!("User requested shutdown...");
@@ -351,6 +373,21 @@ impl Server for ServerState {
 
     fn unpause_clients(&self) {
         self.pause.unpause();
+    }
+
+    fn scripting(&self) -> Option<&strata_commands::scripting::Scripting> {
+        Some(&self.scripting)
+    }
+
+    fn run_long(&self, f: &mut dyn FnMut()) {
+        // On a worker of the multi-threaded runtime, the worker's other connections
+        // move to another thread while the script runs.
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(f)
+            }
+            _ => f(),
+        }
     }
 
     fn unblock_client(&self, id: u64, with_error: bool) -> bool {

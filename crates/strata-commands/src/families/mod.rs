@@ -11,6 +11,7 @@ pub mod lcs;
 pub mod list;
 pub mod memory;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -35,6 +36,7 @@ pub const ALL: &[&[Command]] = &[
     set::COMMANDS,
     pubsub::COMMANDS,
     client::COMMANDS,
+    scripting::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

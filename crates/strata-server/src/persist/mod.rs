@@ -50,6 +50,8 @@ use crate::config::Appendfsync;
 pub const META: u32 = u32::MAX;
 /// The key of the database → namespace map within [`META`].
 const DBMAP_KEY: &[u8] = b"dbmap";
+/// The key of the FUNCTION libraries (a FUNCTION DUMP payload) within [`META`].
+const FUNCTIONS_KEY: &[u8] = b"functions";
 /// Keys loaded between two progress lines at start-up.
 const PROGRESS_EVERY: u64 = 1_000_000;
 
@@ -316,6 +318,16 @@ impl Persistence {
         Ok(keys)
     }
 
+    /// The FUNCTION libraries last logged (a FUNCTION DUMP payload), if any.
+    pub fn functions(&self) -> anyhow::Result<Option<Vec<u8>>> {
+        let Some(engine) = self.engine() else {
+            anyhow::bail!("the store is closed")
+        };
+        engine
+            .get(&engine_key(META, FUNCTIONS_KEY))
+            .map_err(|e| anyhow::anyhow!("can't read the function libraries: {e}"))
+    }
+
     /// Appends one command's records as a batch. Returns the batch's number if the
     /// reply must wait for it to be durable.
     pub fn log(&self, records: &[Record], now_ms: u64) -> Result<Option<u64>, String> {
@@ -371,6 +383,13 @@ impl Persistence {
                             map.namespaces.swap(r.db, *other);
                         }
                         map_changed = true;
+                    }
+                    RecordKind::Functions { payload } => {
+                        batch.put_with(
+                            &engine_key(META, FUNCTIONS_KEY),
+                            payload,
+                            WriteMeta::new().with_version(version),
+                        );
                     }
                 }
             }

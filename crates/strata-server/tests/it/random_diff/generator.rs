@@ -336,6 +336,28 @@ pub const NOT_DRAWN: &[(&str, &str)] = &[
     ("client|caching", "diff_pubsub"),
     ("client|getredir", "diff_pubsub"),
     ("client|trackinginfo", "diff_pubsub"),
+    // Scripting: transcripts in scripting.rs.
+    ("eval", "scripting"),
+    ("evalsha", "scripting"),
+    ("eval_ro", "scripting"),
+    ("evalsha_ro", "scripting"),
+    ("fcall", "scripting"),
+    ("fcall_ro", "scripting"),
+    ("script|flush", "scripting"),
+    ("script|help", "scripting"),
+    ("script|debug", "scripting"),
+    ("script|kill", "scripting"),
+    ("script|load", "scripting"),
+    ("script|exists", "scripting"),
+    ("function|kill", "scripting"),
+    ("function|flush", "scripting"),
+    ("function|delete", "scripting"),
+    ("function|help", "scripting"),
+    ("function|load", "scripting"),
+    ("function|list", "scripting"),
+    ("function|stats", "scripting"),
+    ("function|dump", "scripting"),
+    ("function|restore", "scripting"),
 ];
 
 /// One step of a stream.

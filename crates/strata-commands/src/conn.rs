@@ -53,6 +53,8 @@ pub struct ClientInfo {
     pub monitor: AtomicBool,
     /// CLIENT NO-EVICT ON (flag `e`).
     pub no_evict: AtomicBool,
+    /// CLIENT NO-TOUCH: its commands (but TOUCH) leave keys' access times alone.
+    pub no_touch: AtomicBool,
     /// Closed for passing its output-buffer limit.
     pub output_limit_reached: AtomicBool,
     /// CLIENT TRACKING settings (flags `t`, `R`, `B`; `redir=`).
@@ -97,6 +99,7 @@ impl ClientInfo {
             ssub: AtomicUsize::new(0),
             monitor: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
             output_limit_reached: AtomicBool::new(false),
             tracking: Mutex::new(TrackingState::default()),
             tracking_on: AtomicBool::new(false),
@@ -202,6 +205,9 @@ impl ClientInfo {
         }
         if self.no_evict.load(Ordering::Relaxed) {
             f.push('e');
+        }
+        if self.no_touch.load(Ordering::Relaxed) {
+            f.push('T');
         }
         if f.is_empty() {
             f.push('N');

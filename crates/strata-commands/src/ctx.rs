@@ -7,6 +7,8 @@
 //! locking a higher shard on demand, and by re-locking everything in order otherwise
 //! (which a correct key spec never causes).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::MutexGuard;
 use smallvec::SmallVec;
 use strata_keyspace::{Db, Entry, Keyspace, Shard, Str, Ttl, Value};
@@ -38,8 +40,12 @@ pub struct Keys<'a> {
     /// Whether to collect `ready` keys at all.
     pub track_ready: bool,
     /// Whether changes are logged (persistence on): then `changed` keys become
-    /// [`Record`]s after each command.
+    /// [`Record`]s after each command. Read from `logging_flag` once a shard is held.
     pub logging: bool,
+    /// The server's switch for `logging`. The server flips it only while holding
+    /// every shard, so the value read while holding any shard stays in force for as
+    /// long as that shard is held: a command never half-logs across a switch.
+    pub logging_flag: Option<&'a AtomicBool>,
     /// Keys changed by the command running, as (database, key), in first-change order.
     changed_keys: Vec<(usize, Vec<u8>)>,
     /// Operations a handler gave explicitly, as (database, key, argv).
@@ -50,6 +56,8 @@ pub struct Keys<'a> {
     pub notify: Option<&'a PubSub>,
     /// The client running the command (0 for the server itself).
     pub client_id: u64,
+    /// CLIENT NO-TOUCH: lookups leave access times alone.
+    pub no_touch: bool,
     /// Tracking invalidations not sent yet (see [`crate::tracking::Pending`]).
     pub tracking: crate::tracking::Pending,
 }
@@ -66,11 +74,13 @@ impl<'a> Keys<'a> {
             ready: Vec::new(),
             track_ready: false,
             logging: false,
+            logging_flag: None,
             changed_keys: Vec::new(),
             explicit_ops: Vec::new(),
             records: Vec::new(),
             notify: None,
             client_id: 0,
+            no_touch: false,
             tracking: Default::default(),
         }
     }
@@ -83,6 +93,14 @@ impl<'a> Keys<'a> {
         shards.dedup();
         for s in shards {
             self.guards.push((s, self.ks.lock(s)));
+        }
+        self.read_logging_flag();
+    }
+
+    /// Refreshes `logging` from the server's switch; call with a shard held.
+    fn read_logging_flag(&mut self) {
+        if let Some(flag) = self.logging_flag {
+            self.logging = flag.load(Ordering::Acquire);
         }
     }
 
@@ -160,6 +178,7 @@ impl<'a> Keys<'a> {
             self.guards.push((s, self.ks.lock(s)));
         }
         self.all = true;
+        self.read_logging_flag();
     }
 
     /// Releases every shard held.
@@ -181,6 +200,9 @@ impl<'a> Keys<'a> {
             Ok(i) => i,
             Err(pos) if pos == self.guards.len() => {
                 self.guards.push((idx, self.ks.lock(idx)));
+                if pos == 0 {
+                    self.read_logging_flag();
+                }
                 pos
             }
             Err(pos) => {
@@ -208,7 +230,9 @@ impl<'a> Keys<'a> {
         }
         debug_assert!(self.guards.is_empty(), "for_each_shard with shards held");
         for s in 0..self.ks.num_shards() {
-            f(&mut self.ks.lock(s));
+            let mut shard = self.ks.lock(s);
+            self.read_logging_flag();
+            f(&mut shard);
         }
     }
 
@@ -244,12 +268,14 @@ impl<'a> Keys<'a> {
         }
         let hash = self.ks.hash(key);
         let s = self.ks.shard_of_hash(hash);
-        let (db, now) = (self.db, self.now_ms);
+        let (db, now, no_touch) = (self.db, self.now_ms, self.no_touch);
         let (db, stats) = self.shard(s).db_and_stats(db);
         match db.get(hash, key, now) {
             Some(e) => {
                 stats.keyspace_hits += 1;
-                e.touch(now);
+                if !no_touch {
+                    e.touch(now);
+                }
                 Some(e)
             }
             None => {
@@ -262,10 +288,12 @@ impl<'a> Keys<'a> {
     /// Looks a key up for writing (no hit/miss statistics).
     #[inline]
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let now = self.now_ms;
+        let (now, no_touch) = (self.now_ms, self.no_touch);
         let (hash, db) = self.db_for(key);
         let e = db.get(hash, key, now)?;
-        e.touch(now);
+        if !no_touch {
+            e.touch(now);
+        }
         Some(e)
     }
 

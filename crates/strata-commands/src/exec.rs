@@ -290,10 +290,15 @@ pub fn run(
     };
     let mut keys = Keys::new(ks, conn.db, now_ms);
     keys.track_ready = server.has_blocked_clients();
-    keys.logging = server.logging();
+    keys.logging_flag = server.logging_flag();
     let hub = server.pubsub();
     keys.notify = hub;
     keys.client_id = conn.info.id;
+    keys.no_touch = conn
+        .info
+        .no_touch
+        .load(std::sync::atomic::Ordering::Relaxed)
+        && cmd.name != "touch";
     if let Err(busy) = lock_for(server, &mut keys, cmd, argv) {
         ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
         return Outcome::rejected(Some(cmd));

@@ -68,6 +68,29 @@ pub trait Server: Send + Sync {
     /// Begins a shutdown; the error is the whole reply text.
     fn shutdown(&self, mode: ShutdownMode) -> Result<(), String>;
 
+    /// SAVE: makes the whole dataset durable now, blocking the caller. The error is
+    /// the whole reply text.
+    fn save(&self) -> Result<(), String> {
+        Err("ERR this server has no data directory".into())
+    }
+
+    /// BGSAVE [SCHEDULE]: the status reply ("Background saving started", or
+    /// "...scheduled"), or the whole error text.
+    fn bgsave(&self, schedule: bool) -> Result<&'static str, String> {
+        let _ = schedule;
+        Err("ERR this server has no data directory".into())
+    }
+
+    /// BGREWRITEAOF: the status reply, or the whole error text.
+    fn bgrewriteaof(&self) -> Result<&'static str, String> {
+        Err("ERR this server has no data directory".into())
+    }
+
+    /// LASTSAVE: Unix time (seconds) of the last successful save.
+    fn lastsave(&self) -> u64 {
+        0
+    }
+
     /// Frees detached data somewhere other than the caller's thread.
     fn free_later(&self, data: Vec<Detached>);
 
@@ -81,9 +104,11 @@ pub trait Server: Send + Sync {
     /// they make ready).
     fn has_blocked_clients(&self) -> bool;
 
-    /// Whether changes are logged (persistence on and the dataset loaded).
-    fn logging(&self) -> bool {
-        false
+    /// The switch saying whether changes are logged (persistence on and the dataset
+    /// loaded); `None` when they never are. The server flips it only while holding
+    /// every shard (see [`crate::ctx::Keys::logging_flag`]).
+    fn logging_flag(&self) -> Option<&std::sync::atomic::AtomicBool> {
+        None
     }
 
     /// Appends one command's (or transaction's) records to the log, as one atomic

@@ -69,6 +69,11 @@ pub(crate) fn run(inner: &Inner) -> Result<CompactionReport> {
             if record.header.kind == Kind::Delete {
                 return Ok(());
             }
+            // Only the key's oldest record starts its copy; the cheap check first,
+            // since a long chain of merge operands is costly to copy.
+            if inner.index.first_location(record.key) != Some(location) {
+                return Ok(());
+            }
             let Some(entry) = inner.index.get(record.key) else {
                 return Ok(());
             };

@@ -32,7 +32,7 @@ use crate::merge::MergeOperator;
 use crate::options::{CompactionTrigger, Options};
 use crate::rebuild;
 use crate::record::{DecodeError, Kind};
-use crate::segment::Location;
+use crate::segment::{Location, SegmentId};
 
 /// How many times a read retries when compaction moved a key under it.
 const READ_RETRIES: usize = 16;
@@ -209,8 +209,8 @@ impl Engine {
         let mut was_live = false;
         inner.log.append_planned(
             |out| {
-                if let Some(entry) = inner.index.get(key) {
-                    was_live = !entry.is_expired(now);
+                if let Some(expires_at) = inner.index.expires_at(key) {
+                    was_live = expires_at == 0 || expires_at > now;
                     out.push(Entry {
                         kind: Kind::Delete,
                         key,
@@ -254,8 +254,8 @@ impl Engine {
     pub fn contains(&self, key: &[u8]) -> bool {
         self.inner
             .index
-            .get(key)
-            .is_some_and(|e| e.expires_at == 0 || !e.is_expired(self.inner.clock.now_ms()))
+            .expires_at(key)
+            .is_some_and(|at| at == 0 || at > self.inner.clock.now_ms())
     }
 
     /// Iterates over the live keys, in no particular order.
@@ -276,6 +276,77 @@ impl Engine {
         Iter { keys: self.keys() }
     }
 
+    /// Calls `f` with every live key, its value and its expiry, reading the
+    /// segments sequentially on up to `threads` threads (one segment per thread at
+    /// a time) instead of one read per key as [`Engine::iter`] does: the way to
+    /// load a whole store. Keys whose value is a chain of merge operands are
+    /// built with the merge operator after the scan. `f` runs on several threads
+    /// at once, in no particular order of keys.
+    ///
+    /// Keys written during the call may be passed with an older value, or not at
+    /// all; it is meant for a store nobody writes meanwhile. A damaged record stops
+    /// it with [`Error::Corrupt`].
+    pub fn for_each_live<F>(&self, threads: usize, f: F) -> Result<()>
+    where
+        F: Fn(&[u8], &[u8], Option<u64>) -> Result<()> + Sync,
+    {
+        let inner = &*self.inner;
+        // Buffered records are scanned too.
+        inner.log.flush()?;
+        let segments: Vec<SegmentId> = inner.log.segments().iter().map(|s| s.id).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let now = inner.clock.now_ms();
+        let chained = Mutex::new(Vec::new());
+        let first_error = Mutex::new(None);
+        let work = || {
+            let mut later = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&id) = segments.get(i) else { break };
+                if first_error.lock().is_some() {
+                    break;
+                }
+                let result = inner.log.scan_segment(id, &mut |location, record, _raw| {
+                    if record.header.kind == Kind::Delete {
+                        return Ok(());
+                    }
+                    let Some(head) = inner.index.head(record.key) else {
+                        return Ok(());
+                    };
+                    if head.first != location || (head.expires_at != 0 && head.expires_at <= now) {
+                        return Ok(());
+                    }
+                    if head.chained || record.header.kind != Kind::Put {
+                        later.push(record.key.to_vec());
+                        return Ok(());
+                    }
+                    let expiry = (head.expires_at != 0).then_some(head.expires_at);
+                    f(record.key, record.value, expiry)
+                });
+                if let Err(e) = result {
+                    first_error.lock().get_or_insert(e);
+                    break;
+                }
+            }
+            chained.lock().append(&mut later);
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..threads.clamp(1, segments.len().max(1)) {
+                scope.spawn(work);
+            }
+            work();
+        });
+        if let Some(e) = first_error.into_inner() {
+            return Err(e);
+        }
+        for key in chained.into_inner() {
+            if let Some(value) = self.get_value(&key)? {
+                f(&key, &value.bytes, value.expires_at)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Folds `f` over every live key-value pair.
     pub fn fold<B>(&self, init: B, mut f: impl FnMut(B, &[u8], &Value) -> B) -> Result<B> {
         let mut acc = init;
@@ -289,6 +360,14 @@ impl Engine {
     /// Makes every write so far durable.
     pub fn sync(&self) -> Result<()> {
         self.inner.log.sync()
+    }
+
+    /// Hands every write so far to the operating system without waiting for the
+    /// disk: the writes survive a crash of the process (not of the machine).
+    /// Buffered writes are otherwise handed over when the write buffer fills and at
+    /// least once a second.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.log.flush()
     }
 
     /// Compacts every sealed segment now (the active one is sealed first).
@@ -416,7 +495,7 @@ impl Inner {
                     // The key's expiry as of this operation (`None`: no value).
                     let current = match touched.get(op.key) {
                         Some(state) => *state,
-                        None => self.index.get(op.key).map(|e| e.expires_at),
+                        None => self.index.expires_at(op.key),
                     };
                     let current = match current {
                         Some(at)

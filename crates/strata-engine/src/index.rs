@@ -66,6 +66,20 @@ impl KeyEntry {
         self.locations().next()
     }
 
+    /// The entry's [`Head`].
+    pub fn head(&self) -> Option<Head> {
+        let first = self.first_location()?;
+        let chained = match &self.slot {
+            Slot::Value(_) => false,
+            Slot::Merged(chain) => chain.operands.len() + usize::from(chain.base.is_some()) > 1,
+        };
+        Some(Head {
+            first,
+            chained,
+            expires_at: self.expires_at,
+        })
+    }
+
     /// Bytes of all the key's records.
     pub fn record_bytes(&self) -> u64 {
         self.locations().map(|l| u64::from(l.len)).sum()
@@ -75,6 +89,17 @@ impl KeyEntry {
     pub fn is_expired(&self, now_ms: u64) -> bool {
         self.expires_at != 0 && self.expires_at <= now_ms
     }
+}
+
+/// A key's oldest record and what follows it (see [`Index::head`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// Where the oldest record is.
+    pub first: Location,
+    /// Whether merge operands follow it.
+    pub chained: bool,
+    /// The key's expiry, 0 for never.
+    pub expires_at: u64,
 }
 
 /// A logged change to apply to the index.
@@ -115,6 +140,26 @@ pub struct ScanChunk {
 pub trait Index: Send + Sync + fmt::Debug {
     /// The key's entry, if it has one.
     fn get(&self, key: &[u8]) -> Option<KeyEntry>;
+
+    /// The key's expiry (0 for never), if it has an entry. Unlike [`Index::get`]
+    /// this need not copy a long chain of merge operands: implementations should
+    /// override it.
+    fn expires_at(&self, key: &[u8]) -> Option<u64> {
+        self.get(key).map(|e| e.expires_at)
+    }
+
+    /// The location of the key's oldest record, if it has an entry (see
+    /// [`Index::expires_at`]).
+    fn first_location(&self, key: &[u8]) -> Option<Location> {
+        self.get(key).and_then(|e| e.first_location())
+    }
+
+    /// The key's oldest record, whether more records follow it (merge
+    /// operands), and its expiry — without copying a chain (see
+    /// [`Index::expires_at`]).
+    fn head(&self, key: &[u8]) -> Option<Head> {
+        self.get(key).and_then(|e| e.head())
+    }
 
     /// Applies a logged change; returns the record bytes it made dead
     /// (`None` if the key had no entry).

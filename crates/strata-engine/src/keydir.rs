@@ -127,6 +127,21 @@ impl Index for Keydir {
         self.shard(key).read().get(key).cloned()
     }
 
+    fn expires_at(&self, key: &[u8]) -> Option<u64> {
+        self.shard(key).read().get(key).map(|e| e.expires_at)
+    }
+
+    fn head(&self, key: &[u8]) -> Option<crate::index::Head> {
+        self.shard(key).read().get(key).and_then(|e| e.head())
+    }
+
+    fn first_location(&self, key: &[u8]) -> Option<Location> {
+        self.shard(key)
+            .read()
+            .get(key)
+            .and_then(|e| e.first_location())
+    }
+
     fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
         let mut shard = self.shard(key).write();
         match change {
@@ -300,6 +315,27 @@ mod tests {
         assert_eq!(kd.apply(b"k", Change::Delete), Some(10));
         assert!(kd.get(b"k").is_none());
         assert_eq!(kd.len(), 0);
+    }
+
+    #[test]
+    fn cheap_queries_agree_with_the_entry() {
+        let kd = Keydir::new();
+        assert_eq!(kd.expires_at(b"k"), None);
+        assert_eq!(kd.first_location(b"k"), None);
+        kd.apply(b"k", merge(10));
+        kd.apply(
+            b"k",
+            Change::Merge {
+                location: loc(20),
+                version: 3,
+                expires_at: 77,
+            },
+        );
+        assert_eq!(kd.expires_at(b"k"), Some(77));
+        assert_eq!(kd.first_location(b"k"), Some(loc(10)));
+        let e = kd.get(b"k").unwrap();
+        assert_eq!(Some(e.expires_at), kd.expires_at(b"k"));
+        assert_eq!(e.first_location(), kd.first_location(b"k"));
     }
 
     #[test]

@@ -116,6 +116,7 @@ pub use error::{Error, Result};
 pub use index::{Index, KeyEntry};
 pub use keydir::Keydir;
 pub use log::Log;
+pub use log::check::{CheckReport, check};
 pub use merge::{AppendOperator, MergeOperator};
 pub use options::{CompactionTrigger, FsyncPolicy, LogOptions, Options};
 pub use segment::{Location, SegmentId};

@@ -411,17 +411,22 @@ impl Park<'_> {
     }
 }
 
-/// Under `appendfsync always`, holds the replies until the log batches they report
-/// are durable; a failed sync closes the connection instead of acknowledging.
+/// Holds replies until the log batches they report are safe: handed to the
+/// operating system, and under `appendfsync always` durable. A failure closes the
+/// connection instead of acknowledging.
 async fn wait_durable(state: &ServerState, durable: &mut u64) -> std::io::Result<()> {
     if *durable == 0 {
         return Ok(());
     }
     let n = std::mem::take(durable);
-    if let Some(p) = state.persist.get()
-        && !p.is_synced(n)
-    {
-        p.wait_synced(n).await.map_err(std::io::Error::other)?;
+    if let Some(p) = state.persist.load_full() {
+        if p.fsync() == crate::config::Appendfsync::Always {
+            if !p.is_synced(n) {
+                p.wait_synced(n).await.map_err(std::io::Error::other)?;
+            }
+        } else {
+            p.flush_to(n).map_err(std::io::Error::other)?;
+        }
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The background cron: active expiry, incremental rehashing and statistics samples,
-//! `hz` times a second, on its own thread.
+//! `hz` times a second, on its own thread; once a second, the persistence checks
+//! (`save` points, automatic compaction).
 //!
 //! Each tick visits every shard once, removing keys whose time has come (from the
 //! per-database expiry index, oldest first) and advancing any table resize. Work per
@@ -23,6 +24,7 @@ pub fn spawn(state: Arc<ServerState>) -> std::thread::JoinHandle<()> {
         .spawn(move || {
             let mut next_shard = 0;
             let mut last_sample = Instant::now();
+            let mut last_persist = Instant::now();
             while !state.is_shutting_down() {
                 let hz = state.config.read().hz.clamp(1, 500) as u64;
                 let period = Duration::from_micros(1_000_000 / hz);
@@ -31,6 +33,10 @@ pub fn spawn(state: Arc<ServerState>) -> std::thread::JoinHandle<()> {
                 if last_sample.elapsed() >= Duration::from_millis(100) {
                     state.stats.sample_ops(unix_ms());
                     last_sample = Instant::now();
+                }
+                if last_persist.elapsed() >= Duration::from_secs(1) {
+                    crate::persist::control::tick(&state);
+                    last_persist = Instant::now();
                 }
                 let spent = tick.elapsed();
                 std::thread::sleep(period.saturating_sub(spent).max(Duration::from_millis(1)));

@@ -270,25 +270,153 @@ fn memory(state: &ServerState, out: &mut String) {
 }
 
 fn persistence(state: &ServerState, out: &mut String) {
+    use crate::persist::control::JobKind;
+    let control = &state.persistence;
+    let loading = state.loading.load(Ordering::Acquire);
+    let running = control.running();
+    let saving = matches!(running, Some((JobKind::Save, _)));
+    let rewriting =
+        matches!(running, Some((JobKind::Rewrite, _))) || control.enabling.load(Ordering::Acquire);
+    let store = state.persist.load_full();
+    let ok = |b: bool| if b { "ok" } else { "err" };
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let load_i = |a: &std::sync::atomic::AtomicI64| a.load(Ordering::Relaxed);
     title(out, "Persistence");
-    field!(out, "loading", "0");
+    field!(out, "loading", "{}", u8::from(loading));
     field!(out, "async_loading", "0");
+    field!(out, "current_cow_peak", "0");
+    field!(out, "current_cow_size", "0");
+    field!(out, "current_cow_size_age", "0");
+    field!(out, "current_fork_perc", "0.00");
+    field!(out, "current_save_keys_processed", "0");
+    field!(out, "current_save_keys_total", "0");
     field!(
         out,
         "rdb_changes_since_last_save",
         "{}",
-        state.stats.dirty.load(Ordering::Relaxed)
+        load(&state.stats.dirty).saturating_sub(load(&control.dirty_at_save))
     );
-    field!(out, "rdb_bgsave_in_progress", "0");
-    field!(out, "rdb_last_save_time", "{}", state.started_ms / 1000);
-    field!(out, "rdb_last_bgsave_status", "ok");
-    field!(out, "aof_enabled", "0");
-    field!(out, "aof_rewrite_in_progress", "0");
-    field!(out, "aof_rewrite_scheduled", "0");
-    field!(out, "aof_last_rewrite_time_sec", "-1");
-    field!(out, "aof_current_rewrite_time_sec", "-1");
-    field!(out, "aof_last_bgrewrite_status", "ok");
-    field!(out, "aof_last_write_status", "ok");
+    field!(out, "rdb_bgsave_in_progress", "{}", u8::from(saving));
+    field!(
+        out,
+        "rdb_last_save_time",
+        "{}",
+        load(&control.last_save_unix)
+    );
+    field!(
+        out,
+        "rdb_last_bgsave_status",
+        "{}",
+        ok(control.last_bgsave_ok.load(Ordering::Relaxed))
+    );
+    field!(
+        out,
+        "rdb_last_bgsave_time_sec",
+        "{}",
+        load_i(&control.last_bgsave_secs)
+    );
+    let current = |kind: JobKind| match running {
+        Some((k, secs)) if k == kind => secs as i64,
+        _ => -1,
+    };
+    field!(
+        out,
+        "rdb_current_bgsave_time_sec",
+        "{}",
+        current(JobKind::Save)
+    );
+    field!(out, "rdb_saves", "{}", load(&control.saves));
+    field!(out, "rdb_last_cow_size", "0");
+    field!(
+        out,
+        "rdb_last_load_keys_expired",
+        "{}",
+        load(&control.loaded_expired)
+    );
+    field!(
+        out,
+        "rdb_last_load_keys_loaded",
+        "{}",
+        load(&control.loaded_keys)
+    );
+    field!(
+        out,
+        "aof_enabled",
+        "{}",
+        u8::from(state.config.read().appendonly)
+    );
+    field!(out, "aof_rewrite_in_progress", "{}", u8::from(rewriting));
+    field!(
+        out,
+        "aof_rewrite_scheduled",
+        "{}",
+        u8::from(control.rewrite_scheduled.load(Ordering::Relaxed))
+    );
+    field!(
+        out,
+        "aof_last_rewrite_time_sec",
+        "{}",
+        load_i(&control.last_rewrite_secs)
+    );
+    field!(
+        out,
+        "aof_current_rewrite_time_sec",
+        "{}",
+        current(JobKind::Rewrite)
+    );
+    field!(
+        out,
+        "aof_last_bgrewrite_status",
+        "{}",
+        ok(control.last_rewrite_ok.load(Ordering::Relaxed))
+    );
+    field!(out, "aof_rewrites", "{}", load(&control.rewrites));
+    field!(
+        out,
+        "aof_rewrites_consecutive_failures",
+        "{}",
+        load(&control.rewrite_failures)
+    );
+    let write_ok = store.as_ref().is_none_or(|p| p.write_error().is_none());
+    field!(out, "aof_last_write_status", "{}", ok(write_ok));
+    field!(out, "aof_last_cow_size", "0");
+    field!(out, "module_fork_in_progress", "0");
+    field!(out, "module_fork_last_cow_size", "0");
+    if let Some(p) = &store {
+        field!(out, "aof_current_size", "{}", p.current_size());
+        field!(out, "aof_base_size", "{}", load(&p.stats.base_size));
+        field!(out, "aof_pending_rewrite", "0");
+        field!(out, "aof_buffer_length", "0");
+        field!(
+            out,
+            "aof_pending_bio_fsync",
+            "{}",
+            u8::from(!p.fully_synced())
+        );
+        field!(out, "aof_delayed_fsync", "0");
+    }
+    if loading {
+        let started = load(&control.loading_started);
+        let total = load(&control.loading_total);
+        let done = load(&control.loading_done).min(total);
+        let perc = if total == 0 {
+            0.0
+        } else {
+            done as f64 * 100.0 / total as f64
+        };
+        let elapsed = (crate::state::unix_ms() / 1000).saturating_sub(started);
+        let eta = if done == 0 {
+            1
+        } else {
+            ((total - done) as f64 / (done as f64 / elapsed.max(1) as f64)) as u64
+        };
+        field!(out, "loading_start_time", "{started}");
+        field!(out, "loading_total_bytes", "{total}");
+        field!(out, "loading_rdb_used_mem", "0");
+        field!(out, "loading_loaded_bytes", "{done}");
+        field!(out, "loading_loaded_perc", "{perc:.2}");
+        field!(out, "loading_eta_seconds", "{eta}");
+    }
 }
 
 fn stats(state: &ServerState, ks: &KeyspaceSummary, out: &mut String) {

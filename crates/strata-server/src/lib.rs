@@ -55,52 +55,14 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let listeners = listener::bind(&config.bind, config.port, config.tcp_backlog)?;
     let port = config.port;
-    let persistence = config.appendonly.then(|| {
-        (
-            config.dir.clone(),
-            config.appendfsync,
-            config.encoding_limits(),
-        )
-    });
     let state = ServerState::new(config, source);
     *state.on_loglevel.lock() = on_loglevel;
     state
         .tcp_port
         .store(port as usize, std::sync::atomic::Ordering::Relaxed);
     let cron = cron::spawn(state.clone());
-    let mut syncer = None;
-    if let Some((dir, fsync, limits)) = persistence {
-        // Listen at once; until the dataset is loaded commands answer LOADING.
-        state
-            .loading
-            .store(true, std::sync::atomic::Ordering::Release);
-        let loader = state.clone();
-        let loaded = tokio::task::spawn_blocking(move || load(&loader, &dir, fsync, limits));
-        let state2 = state.clone();
-        tokio::spawn(async move {
-            match loaded.await {
-                Ok(Ok(())) => state2
-                    .loading
-                    .store(false, std::sync::atomic::Ordering::Release),
-                Ok(Err(e)) => {
-                    tracing::error!("{e:#}");
-                    eprintln!("strata: {e:#}");
-                    state2
-                        .failed
-                        .store(true, std::sync::atomic::Ordering::Release);
-                    state2.begin_shutdown();
-                }
-                Err(e) => {
-                    tracing::error!("loading panicked: {e}");
-                    state2
-                        .failed
-                        .store(true, std::sync::atomic::Ordering::Release);
-                    state2.begin_shutdown();
-                }
-            }
-        });
-        syncer = Some(());
-    }
+    // Listen at once; until the dataset is loaded commands answer LOADING.
+    persist::control::start(&state)?;
     let mut accepts = Vec::new();
     for l in listeners {
         let l = TcpListener::from_std(l)?;
@@ -119,39 +81,19 @@ pub async fn serve(
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let _ = tokio::task::spawn_blocking(move || cron.join()).await;
-    if let Some(p) = state.persist.get().cloned() {
+    if state.persist.load().is_some() {
         tracing::warn!("Syncing the log before exit...");
-        let _ = tokio::task::spawn_blocking(move || p.close()).await;
     }
-    let _ = syncer;
+    let closing = state.clone();
+    match tokio::task::spawn_blocking(move || persist::control::stop(&closing)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("closing the log: {e}"),
+        Err(e) => tracing::warn!("closing the log: {e}"),
+    }
     if state.failed.load(std::sync::atomic::Ordering::Acquire) {
         anyhow::bail!("could not load the dataset");
     }
     tracing::warn!("strata is now ready to exit, bye bye...");
-    Ok(())
-}
-
-/// Opens the store and loads the dataset into the keyspace (blocking).
-fn load(
-    state: &Arc<ServerState>,
-    dir: &std::path::Path,
-    fsync: config::Appendfsync,
-    limits: strata_keyspace::EncodingLimits,
-) -> anyhow::Result<()> {
-    let replay = Arc::new(persist::replay::Replay::new(limits));
-    let databases = state.keyspace.databases();
-    let p = Arc::new(persist::Persistence::open(dir, databases, fsync, replay)?);
-    p.recover(&state.keyspace, &limits, state::unix_ms())?;
-    if let Some(payload) = p.functions()? {
-        let n = strata_commands::families::scripting::function::restore_logged(
-            &state.scripting,
-            &payload,
-        )
-        .map_err(|e| anyhow::anyhow!("loading the function libraries: {e}"))?;
-        tracing::info!("{n} function libraries loaded");
-    }
-    p.spawn_syncer(state.clone());
-    let _ = state.persist.set(p);
     Ok(())
 }
 

@@ -43,8 +43,13 @@ pub struct ServerState {
     errors: Mutex<BTreeMap<String, u64>>,
     /// Clients blocked on keys.
     pub blocking: crate::blocking::Blocking,
-    /// The durable store, once opened (when `appendonly` is on).
-    pub persist: std::sync::OnceLock<Arc<crate::persist::Persistence>>,
+    /// The store commands log to, while logging (`appendonly yes`, or a snapshot
+    /// being written).
+    pub persist: arc_swap::ArcSwapOption<crate::persist::Persistence>,
+    /// Whether commands log their changes; flipped only with every shard held.
+    pub logging: AtomicBool,
+    /// Start-up loading, snapshots, compactions and their figures.
+    pub persistence: crate::persist::control::Control,
     /// Whether the dataset is still being loaded: commands without the `loading`
     /// flag answer LOADING until it is.
     pub loading: AtomicBool,
@@ -105,7 +110,9 @@ impl ServerState {
             peak_memory: AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
             blocking: Default::default(),
-            persist: std::sync::OnceLock::new(),
+            persist: arc_swap::ArcSwapOption::empty(),
+            logging: AtomicBool::new(false),
+            persistence: Default::default(),
             loading: AtomicBool::new(false),
             failed: AtomicBool::new(false),
             pubsub: PubSub::new(),
@@ -228,6 +235,9 @@ impl ServerState {
                     .tracking
                     .max_keys
                     .store(cfg.tracking_table_max_keys as usize, Ordering::Relaxed),
+                "appendonly" | "appendfsync" => {
+                    crate::persist::control::config_changed(self, name);
+                }
                 _ => {}
             }
         }
@@ -315,11 +325,31 @@ impl Server for ServerState {
             return Err(busy.to_string());
         }
         self.scripting.kill_all();
-        // Nothing to save yet: the dataset lives in memory until persistence lands,
-        // so SAVE and NOSAVE shut down alike.
         tracing::warn!("User requested shutdown...");
+        let save = match mode {
+            ShutdownMode::Default => None,
+            ShutdownMode::Save => Some(true),
+            ShutdownMode::NoSave => Some(false),
+        };
+        crate::persist::control::before_shutdown(self, save)?;
         self.begin_shutdown();
         Ok(())
+    }
+
+    fn save(&self) -> Result<(), String> {
+        crate::persist::control::save_now(self)
+    }
+
+    fn bgsave(&self, schedule: bool) -> Result<&'static str, String> {
+        crate::persist::control::bgsave(self, schedule)
+    }
+
+    fn bgrewriteaof(&self) -> Result<&'static str, String> {
+        crate::persist::control::bgrewriteaof(self)
+    }
+
+    fn lastsave(&self) -> u64 {
+        self.persistence.last_save_unix.load(Ordering::Relaxed)
     }
 
     fn free_later(&self, data: Vec<Detached>) {
@@ -344,19 +374,19 @@ impl Server for ServerState {
         self.blocking.blocked() > 0
     }
 
-    fn logging(&self) -> bool {
-        self.persist.get().is_some() && !self.loading.load(Ordering::Acquire)
+    fn logging_flag(&self) -> Option<&AtomicBool> {
+        Some(&self.logging)
     }
 
     fn log(&self, records: Vec<strata_commands::effects::Record>) -> Result<Option<u64>, String> {
-        match self.persist.get() {
+        match self.persist.load().as_ref() {
             Some(p) => p.log(&records, unix_ms()),
             None => Ok(None),
         }
     }
 
     fn write_error(&self) -> Option<String> {
-        self.persist.get().and_then(|p| p.write_error())
+        self.persist.load().as_ref().and_then(|p| p.write_error())
     }
 
     fn loading(&self) -> bool {

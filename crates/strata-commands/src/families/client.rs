@@ -58,6 +58,18 @@ pub const NO_EVICT: Command = Command {
     ..SUB
 };
 
+/// From Redis 7.2.
+pub const NO_TOUCH: Command = Command {
+    name: "no-touch",
+    arity: 3,
+    flags: flags!(NOSCRIPT, LOADING, STALE),
+    since: "7.2.0",
+    summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys",
+    complexity: "O(1)",
+    handler: Some(no_touch),
+    ..SUB
+};
+
 pub const REPLY: Command = Command {
     name: "reply",
     arity: 3,
@@ -197,6 +209,19 @@ fn no_evict(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::Syntax);
     };
     ctx.conn.info.no_evict.store(on, Ordering::Relaxed);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn no_touch(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let on = if is(args[2], "on") {
+        true
+    } else if is(args[2], "off") {
+        false
+    } else {
+        return Err(CmdError::Syntax);
+    };
+    ctx.conn.info.no_touch.store(on, Ordering::Relaxed);
     ctx.out.ok();
     Ok(())
 }

@@ -175,6 +175,7 @@ pub const COMMANDS: &[Command] = &[
             crate::families::client::UNPAUSE,
             crate::families::client::UNBLOCK,
             crate::families::client::NO_EVICT,
+            crate::families::client::NO_TOUCH,
             crate::families::client::REPLY,
             crate::families::client::TRACKING,
             crate::families::client::CACHING,
@@ -392,6 +393,7 @@ fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     ctx.conn.caching = false;
     ctx.conn.reply = Default::default();
     ctx.conn.info.no_evict.store(false, Ordering::Relaxed);
+    ctx.conn.info.no_touch.store(false, Ordering::Relaxed);
     ctx.conn.set_multi(None);
     crate::families::transactions::unwatch_all(&mut ctx.keys, ctx.conn);
     ctx.conn.set_db(0);
@@ -548,6 +550,7 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut laddr = None;
     let mut user = None;
     let mut skipme = true;
+    let mut max_age = None;
     // Filters come in pairs, read in order: a dangling last filter is a syntax error
     // only once the ones before it are valid.
     for pair in args[2..].chunks(2) {
@@ -571,6 +574,9 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 return Err(CmdError::quoting("No such user '", val, "'"));
             }
             user = Some(val);
+        } else if is(opt, "maxage") {
+            // From Redis 7.2: connections at least this many seconds old.
+            max_age = Some(parse::int(val).map_err(|_| CmdError::NotInteger)?);
         } else if is(opt, "skipme") {
             skipme = if is(val, "yes") {
                 true
@@ -589,7 +595,11 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             && kind.is_none_or(|k| k == type_of(c))
             && addr.is_none_or(|a| c.addr.as_bytes() == a)
             && laddr.is_none_or(|a| c.laddr.as_bytes() == a)
-            && user.is_none_or(|_| true);
+            && user.is_none_or(|_| true)
+            && max_age.is_none_or(|age| {
+                let lived = ctx.keys.now_ms.saturating_sub(c.created_ms) / 1000;
+                i64::try_from(lived).unwrap_or(i64::MAX) >= age
+            });
         if !matches || (skipme && c.id == me) {
             continue;
         }

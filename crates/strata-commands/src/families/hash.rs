@@ -225,9 +225,12 @@ fn get<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a mut Hash>, CmdEr
 /// field before it returns.
 fn get_or_create<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<&'a mut Hash, CmdError> {
     let now = keys.now_ms;
+    let no_touch = keys.no_touch;
     let (hash, db) = keys.db_for(key);
     let (entry, _) = db.get_or_insert_with(hash, key, now, || Value::Hash(Box::default()));
-    entry.touch(now);
+    if !no_touch {
+        entry.touch(now);
+    }
     entry.value.as_hash_mut().ok_or(CmdError::WrongType)
 }
 

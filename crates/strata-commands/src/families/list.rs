@@ -393,10 +393,13 @@ fn list_or_new<'k>(
     limit: NodeLimit,
 ) -> Result<&'k mut List, CmdError> {
     let now = keys.now_ms;
+    let no_touch = keys.no_touch;
     let (hash, db) = keys.db_for(key);
     let (entry, _) =
         db.get_or_insert_with(hash, key, now, || Value::List(Box::new(List::new(limit))));
-    entry.touch(now);
+    if !no_touch {
+        entry.touch(now);
+    }
     entry.value.as_list_mut().ok_or(CmdError::WrongType)
 }
 

@@ -1,4 +1,5 @@
-//! Server commands: INFO, DBSIZE, FLUSHDB, FLUSHALL, TIME, CONFIG, SHUTDOWN, DEBUG.
+//! Server commands: INFO, DBSIZE, FLUSHDB, FLUSHALL, TIME, CONFIG, SHUTDOWN, DEBUG,
+//! and the persistence commands SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -93,6 +94,44 @@ pub const COMMANDS: &[Command] = &[
         summary: "Synchronously saves the database(s) to disk and shuts down the server.",
         complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
         handler: Some(shutdown),
+        ..SERVER
+    },
+    Command {
+        name: "save",
+        arity: 1,
+        flags: flags!(ADMIN, NOSCRIPT, NO_ASYNC_LOADING, NO_MULTI),
+        summary: "Synchronously saves the database(s) to disk.",
+        complexity: "O(N) where N is the total number of keys in all databases",
+        handler: Some(save),
+        ..SERVER
+    },
+    Command {
+        name: "bgsave",
+        arity: -1,
+        flags: flags!(ADMIN, NOSCRIPT, NO_ASYNC_LOADING),
+        summary: "Asynchronously saves the database(s) to disk.",
+        complexity: "O(1)",
+        handler: Some(bgsave),
+        ..SERVER
+    },
+    Command {
+        name: "bgrewriteaof",
+        arity: 1,
+        flags: flags!(ADMIN, NOSCRIPT, NO_ASYNC_LOADING),
+        summary: "Asynchronously rewrites the append-only file to disk.",
+        complexity: "O(1)",
+        handler: Some(bgrewriteaof),
+        ..SERVER
+    },
+    Command {
+        name: "lastsave",
+        arity: 1,
+        flags: flags!(LOADING, STALE, FAST),
+        acl: acl!(ADMIN, DANGEROUS),
+        tips: &["nondeterministic_output"],
+        summary: "Returns the Unix timestamp of the last successful save to disk.",
+        complexity: "O(1)",
+        handler: Some(lastsave),
         ..SERVER
     },
     Command {
@@ -275,6 +314,34 @@ fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ctx.server.shutdown(mode).map_err(CmdError::coded)?;
     // As in Redis, a successful SHUTDOWN closes the connection without a reply.
     ctx.conn.close_after_reply = true;
+    Ok(())
+}
+
+fn save(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    ctx.server.save().map_err(CmdError::coded)?;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn bgsave(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let schedule = match args {
+        [_] => false,
+        [_, a] if is(a, "schedule") => true,
+        _ => return Err(CmdError::Syntax),
+    };
+    let status = ctx.server.bgsave(schedule).map_err(CmdError::coded)?;
+    ctx.out.simple(status.as_bytes());
+    Ok(())
+}
+
+fn bgrewriteaof(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    let status = ctx.server.bgrewriteaof().map_err(CmdError::coded)?;
+    ctx.out.simple(status.as_bytes());
+    Ok(())
+}
+
+fn lastsave(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    ctx.out.integer(ctx.server.lastsave() as i64);
     Ok(())
 }
 

@@ -281,13 +281,16 @@ fn peek<'a>(keys: &'a mut Keys, key: &[u8]) -> Option<&'a Set> {
 fn add(ctx: &mut Ctx, key: &[u8], members: &[&[u8]]) -> Result<usize, CmdError> {
     let limits = ctx.server.encoding_limits();
     let now = ctx.keys.now_ms;
+    let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let (entry, _) = db.get_or_insert_with(hash, key, now, || {
         Value::Set(Box::new(Set::for_member(
             members.first().copied().unwrap_or_default(),
         )))
     });
-    entry.touch(now);
+    if !no_touch {
+        entry.touch(now);
+    }
     let set = entry.value.as_set_mut().ok_or(CmdError::WrongType)?;
     Ok(members.iter().filter(|m| set.insert(m, &limits)).count())
 }

@@ -569,6 +569,7 @@ fn msetnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 /// Adds `by` to the integer at `key`, keeping its TTL.
 fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
     let now = ctx.keys.now_ms;
+    let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let (entry, _) = db.get_or_insert_with(hash, key, now, || Value::Str(Str::Int(0)));
     let s = entry.value.as_str_mut().ok_or(CmdError::WrongType)?;
@@ -583,7 +584,9 @@ fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
         return Err(CmdError::Overflow);
     };
     *s = Str::Int(new);
-    entry.touch(now);
+    if !no_touch {
+        entry.touch(now);
+    }
     ctx.keys.changed(key, "incrby");
     ctx.out.integer(new);
     Ok(())
@@ -629,10 +632,13 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let text = sum.to_human();
     let now = ctx.keys.now_ms;
+    let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let (entry, _) = db.get_or_insert_with(hash, key, now, || Value::Str(Str::Int(0)));
     entry.value = Value::Str(Str::plain(text.as_bytes()));
-    entry.touch(now);
+    if !no_touch {
+        entry.touch(now);
+    }
     ctx.keys.changed(key, "incrbyfloat");
     ctx.out.bulk(text.as_bytes());
     Ok(())
@@ -642,6 +648,7 @@ fn append(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
     let max = ctx.server.max_bulk_len();
     let now = ctx.keys.now_ms;
+    let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let len = match db.get(hash, key, now) {
         // A new key holds the argument as SET would store it ("int", "embstr").
@@ -658,7 +665,9 @@ fn append(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             let mut bytes = std::mem::replace(s, Str::Int(0)).into_vec();
             bytes.extend_from_slice(args[2]);
             *s = Str::raw(bytes);
-            entry.touch(now);
+            if !no_touch {
+                entry.touch(now);
+            }
             total
         }
     };
@@ -717,6 +726,7 @@ fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .checked_add(value.len() as i64)
         .is_none_or(|total| total > max);
     let now = ctx.keys.now_ms;
+    let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let len = match db.get(hash, key, now) {
         None => {
@@ -751,7 +761,9 @@ fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             bytes[offset as usize..end].copy_from_slice(value);
             let len = bytes.len();
             *s = Str::raw(bytes);
-            entry.touch(now);
+            if !no_touch {
+                entry.touch(now);
+            }
             len
         }
     };

@@ -37,6 +37,7 @@
 //! is reopened. Reads keep working.
 
 mod background;
+pub mod check;
 mod output;
 mod recovery;
 mod scan;
@@ -329,6 +330,19 @@ impl Log {
     /// Makes every record appended so far durable.
     pub fn sync(&self) -> Result<()> {
         self.shared.sync()
+    }
+
+    /// Hands every record appended so far to the operating system, without an
+    /// fsync: they then survive the process being killed, not the machine failing.
+    pub fn flush(&self) -> Result<()> {
+        let mut tail = self.shared.tail.lock();
+        if self.shared.poisoned.load(Ordering::Acquire) {
+            return Err(self.shared.poisoned_error());
+        }
+        if let Err(e) = tail.flush() {
+            return Err(self.shared.poison(e, "write"));
+        }
+        Ok(())
     }
 
     /// The segments, oldest first.

@@ -339,3 +339,70 @@ fn the_log_layer_works_without_the_engine() {
     );
     assert_eq!(log.read(location).unwrap().value(), b"v");
 }
+
+#[test]
+fn for_each_live_sees_exactly_what_iteration_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let options = disk_options().with_clock(Arc::new(clock.clone()));
+    let engine = Engine::open(dir.path(), options.clone()).unwrap();
+    for round in 0..3 {
+        for i in 0..2_000 {
+            engine.put(&key(i), &value(i, round)).unwrap();
+        }
+    }
+    for i in (0..2_000).step_by(7) {
+        engine.delete(&key(i)).unwrap();
+    }
+    for i in (0..2_000).step_by(5) {
+        engine.merge(&key(i), b"+m").unwrap();
+    }
+    // Merge chains without a base, expired and expiring keys, a batch.
+    engine.merge(b"chain", b"a").unwrap();
+    engine.merge(b"chain", b"b").unwrap();
+    engine.put_with_expiry(b"gone", b"x", 1_500).unwrap();
+    engine.put_with_expiry(b"stays", b"y", 9_000).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put(b"b1", b"1");
+    batch.merge(b"b1", b"2");
+    batch.delete(&key(3));
+    engine.write(&batch).unwrap();
+    clock.set(2_000);
+
+    let expected = |engine: &Engine| {
+        let mut all: Vec<(Vec<u8>, Vec<u8>, Option<u64>)> = engine
+            .iter()
+            .map(|r| r.unwrap())
+            .map(|(k, v)| (k, v.bytes, v.expires_at))
+            .collect();
+        all.sort();
+        all
+    };
+    let scanned = |engine: &Engine, threads| {
+        let seen = std::sync::Mutex::new(Vec::new());
+        engine
+            .for_each_live(threads, |k, v, at| {
+                seen.lock().unwrap().push((k.to_vec(), v.to_vec(), at));
+                Ok(())
+            })
+            .unwrap();
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort();
+        seen
+    };
+    let want = expected(&engine);
+    assert!(want.iter().any(|(k, v, _)| k == b"chain" && v == b"ab"));
+    assert!(
+        want.iter()
+            .any(|(k, _, at)| k == b"stays" && *at == Some(9_000))
+    );
+    assert!(!want.iter().any(|(k, _, _)| k == b"gone"));
+    assert_eq!(scanned(&engine, 1), want);
+    assert_eq!(scanned(&engine, 4), want);
+    // After a reopen (hints) and after a compaction, the same.
+    engine.close().unwrap();
+    let engine = Engine::open(dir.path(), options).unwrap();
+    assert_eq!(scanned(&engine, 3), want);
+    engine.compact().unwrap();
+    assert_eq!(scanned(&engine, 2), want);
+}

@@ -1398,7 +1398,7 @@ mod tests {
     #[test]
     fn save() {
         let mut config = Config::default();
-        assert_eq!(get(&config, "save"), "3600 1 300 100 60 10000");
+        assert_eq!(get(&config, "save"), "");
         set(&mut config, "save", "900 1 300 10").expect("valid");
         assert_eq!(get(&config, "save"), "900 1 300 10");
         set(&mut config, "save", "").expect("valid");

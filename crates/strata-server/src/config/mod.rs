@@ -278,7 +278,9 @@ pub struct Config {
     pub auto_aof_rewrite_percentage: u32,
     /// `auto-aof-rewrite-min-size`, in bytes: 64 MiB.
     pub auto_aof_rewrite_min_size: u64,
-    /// `save`: 3600 1, 300 100, 60 10000.
+    /// `save`: none. Redis snapshots after 3600 s with 1 change, 300 s with 100 and
+    /// 60 s with 10000; strata's log makes those snapshots redundant when
+    /// `appendonly` is on, and `appendonly no` is meant as a pure in-memory server.
     pub save: Vec<SavePoint>,
     /// `dbfilename`: `dump.rdb`, a base name inside `dir`.
     pub dbfilename: String,
@@ -385,20 +387,7 @@ impl Default for Config {
             appendfsync: Appendfsync::Everysec,
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 << 20,
-            save: vec![
-                SavePoint {
-                    seconds: 3600,
-                    changes: 1,
-                },
-                SavePoint {
-                    seconds: 300,
-                    changes: 100,
-                },
-                SavePoint {
-                    seconds: 60,
-                    changes: 10_000,
-                },
-            ],
+            save: Vec::new(),
             dbfilename: "dump.rdb".to_owned(),
             maxmemory: 0,
             maxmemory_policy: MaxmemoryPolicy::Noeviction,
@@ -667,7 +656,7 @@ mod tests {
             ("appendfsync", "everysec"),
             ("auto-aof-rewrite-percentage", "100"),
             ("auto-aof-rewrite-min-size", "67108864"),
-            ("save", "3600 1 300 100 60 10000"),
+            ("save", ""),
             ("dbfilename", "dump.rdb"),
             ("maxmemory", "0"),
             ("maxmemory-policy", "noeviction"),
@@ -765,7 +754,11 @@ mod tests {
         );
         let changed = set(
             &mut config,
-            &[("requirepass", "s3cret"), ("save", ""), ("bind", "0.0.0.0")],
+            &[
+                ("requirepass", "s3cret"),
+                ("save", "60 1"),
+                ("bind", "0.0.0.0"),
+            ],
         )
         .expect("valid");
         assert_eq!(changed.names(), ["requirepass", "save", "bind"]);

@@ -31,18 +31,20 @@
 //! whose records may not have reached the disk from the in-memory state, and writes
 //! resume.
 
+pub mod control;
 pub mod replay;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::{Condvar, Mutex};
 use strata_commands::effects::{Record, RecordKind};
 use strata_engine::{Engine, FsyncPolicy, Options, WriteBatch, WriteMeta};
-use strata_keyspace::{Keyspace, Ttl};
+use strata_keyspace::{Keyspace, Shard, Ttl};
 
 use crate::config::Appendfsync;
 
@@ -54,6 +56,10 @@ const DBMAP_KEY: &[u8] = b"dbmap";
 const FUNCTIONS_KEY: &[u8] = b"functions";
 /// Keys loaded between two progress lines at start-up.
 const PROGRESS_EVERY: u64 = 1_000_000;
+/// Records per engine batch when a whole shard is written out.
+const DUMP_BATCH_KEYS: usize = 1024;
+/// Bytes per engine batch when a whole shard is written out.
+const DUMP_BATCH_BYTES: usize = 4 << 20;
 
 /// Which namespace each database's keys live in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,6 +110,10 @@ impl DbMap {
     }
 }
 
+/// The store's directory inside `dir` (the name Redis 7 gives its append-only files'
+/// directory).
+pub const DATA_DIR: &str = "appendonlydir";
+
 /// The engine key of `key` in namespace `ns`.
 fn engine_key(ns: u32, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(4 + key.len());
@@ -134,34 +144,69 @@ impl Hlc {
     }
 }
 
-/// Counters and states INFO persistence reports.
+/// What INFO persistence reports of the open store.
 #[derive(Default)]
 pub struct PersistStats {
-    pub rewrite_in_progress: AtomicBool,
-    pub last_rewrite_ok: AtomicBool,
-    pub last_rewrite_ms: AtomicU64,
+    /// Bytes of the log after the last compaction (or at opening): `aof_base_size`,
+    /// and the base the automatic compaction trigger measures growth from.
     pub base_size: AtomicU64,
-    pub last_save_unix: AtomicU64,
-    pub changes_since_save: AtomicU64,
+    /// Keys loaded at start-up, and keys skipped because they had expired.
+    pub loaded_keys: AtomicU64,
+    pub loaded_expired: AtomicU64,
+}
+
+/// How `appendfsync` is kept where the hot path reads it.
+fn fsync_code(a: Appendfsync) -> u8 {
+    match a {
+        Appendfsync::Always => 0,
+        Appendfsync::Everysec => 1,
+        Appendfsync::No => 2,
+    }
+}
+
+fn fsync_from_code(c: u8) -> Appendfsync {
+    match c {
+        0 => Appendfsync::Always,
+        1 => Appendfsync::Everysec,
+        _ => Appendfsync::No,
+    }
 }
 
 /// The durable store behind the keyspace.
 pub struct Persistence {
     dir: PathBuf,
     options: Options,
-    engine: Mutex<Option<Arc<Engine>>>,
-    map: Mutex<DbMap>,
+    engine: ArcSwapOption<Engine>,
+    /// Read by every append; replaced (under `map_change`) by FLUSHDB, FLUSHALL and
+    /// SWAPDB, which hold every shard while they log.
+    map: ArcSwap<DbMap>,
+    map_change: Mutex<()>,
+    /// Set while the keyspace is being written to fresh namespaces: the map on disk
+    /// still names the old ones until [`Persistence::commit_map`].
+    map_pending: AtomicBool,
+    /// The FUNCTION libraries last written (a FUNCTION DUMP payload), rewritten by
+    /// the recovery after a write error like the keys.
+    functions: Mutex<Option<Vec<u8>>>,
+    /// The thread deleting the keys of dead namespaces, and its stop signal.
+    reaper: Mutex<Option<std::thread::JoinHandle<()>>>,
+    reaper_stop: Arc<AtomicBool>,
+    syncer: Mutex<Option<std::thread::JoinHandle<()>>>,
     hlc: Hlc,
     /// Batches appended; a reply that must be durable waits for `synced` to reach
-    /// its batch's number.
+    /// its batch's number. Numbering continues across stores opened by one process
+    /// (see [`Persistence::open`]), so a number never names two batches.
     appended: AtomicU64,
     synced: AtomicU64,
-    fsync: Mutex<Appendfsync>,
+    /// Batches handed to the operating system (see [`Persistence::flush_to`]).
+    flushed: AtomicU64,
+    fsync: AtomicU8,
+    /// Whether `error` is set (checked on every append without a lock).
+    failed: AtomicBool,
     /// The error write commands get while the log cannot be written.
     error: Mutex<Option<String>>,
-    /// Keys whose records may not have reached the log (appended into a failing
-    /// engine): rewritten from memory once the engine is back.
-    unsure: Mutex<HashSet<(usize, Vec<u8>)>>,
+    /// Bytes appended since opening, for the automatic compaction trigger between
+    /// two readings of the engine's size.
+    pub appended_bytes: AtomicI64,
     /// Wakes the syncer (a durable reply is waiting, or shutdown).
     wake: (Mutex<bool>, Condvar),
     /// Tells waiting connections a sync completed.
@@ -178,6 +223,21 @@ impl std::fmt::Debug for Persistence {
     }
 }
 
+/// Closes an engine once appends in flight (which hold it for a moment) let go;
+/// if they do not, it is synced and left to close when dropped.
+fn close_engine(mut engine: Arc<Engine>) -> strata_engine::Result<()> {
+    for _ in 0..1000 {
+        match Arc::try_unwrap(engine) {
+            Ok(owned) => return owned.close(),
+            Err(shared) => {
+                engine = shared;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+    engine.sync()
+}
+
 /// The MISCONF text Redis uses when its append-only file cannot be written.
 fn misconf(e: &strata_engine::Error) -> String {
     format!("MISCONF Errors writing to the AOF file: {e}")
@@ -185,16 +245,23 @@ fn misconf(e: &strata_engine::Error) -> String {
 
 impl Persistence {
     /// Opens (or creates) the store in `dir/appendonlydir`.
+    ///
+    /// `first_batch` numbers the first batch appended (one past the last number a
+    /// previous store of this process used). Compaction runs only when asked
+    /// ([`Persistence::rewrite`]): the server triggers it by `auto-aof-rewrite-*`.
     pub fn open(
         dir: &Path,
         databases: usize,
         fsync: Appendfsync,
         replay: Arc<replay::Replay>,
+        first_batch: u64,
     ) -> anyhow::Result<Persistence> {
-        let dir = dir.join("appendonlydir");
-        std::fs::create_dir_all(&dir)?;
+        let dir = dir.join(DATA_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| anyhow::anyhow!("can't create {}: {e}", dir.display()))?;
         let options = Options::default()
             .with_fsync(FsyncPolicy::Never)
+            .with_compaction(None)
             .with_merge_operator(replay);
         let engine = Engine::open(&dir, options.clone())
             .map_err(|e| anyhow::anyhow!("can't open the data directory {}: {e}", dir.display()))?;
@@ -213,21 +280,29 @@ impl Persistence {
             );
         }
         let stats = PersistStats::default();
-        stats.last_rewrite_ok.store(true, Ordering::Relaxed);
         stats
             .base_size
             .store(engine.stats().total_bytes, Ordering::Relaxed);
+        let before = first_batch.saturating_sub(1);
         Ok(Persistence {
             dir,
             options,
-            engine: Mutex::new(Some(Arc::new(engine))),
-            map: Mutex::new(map),
+            engine: ArcSwapOption::from_pointee(engine),
+            map: ArcSwap::from_pointee(map),
+            map_change: Mutex::new(()),
+            map_pending: AtomicBool::new(false),
+            functions: Mutex::new(None),
+            reaper: Mutex::new(None),
+            reaper_stop: Arc::new(AtomicBool::new(false)),
+            syncer: Mutex::new(None),
             hlc: Hlc::default(),
-            appended: AtomicU64::new(0),
-            synced: AtomicU64::new(0),
-            fsync: Mutex::new(fsync),
+            appended: AtomicU64::new(before),
+            synced: AtomicU64::new(before),
+            flushed: AtomicU64::new(before),
+            fsync: AtomicU8::new(fsync_code(fsync)),
+            failed: AtomicBool::new(false),
             error: Mutex::new(None),
-            unsure: Mutex::new(HashSet::new()),
+            appended_bytes: AtomicI64::new(0),
             wake: (Mutex::new(false), Condvar::new()),
             synced_notify: tokio::sync::Notify::new(),
             stats,
@@ -240,78 +315,118 @@ impl Persistence {
     }
 
     pub fn engine(&self) -> Option<Arc<Engine>> {
-        self.engine.lock().clone()
+        self.engine.load_full()
     }
 
     pub fn set_fsync(&self, fsync: Appendfsync) {
-        *self.fsync.lock() = fsync;
+        self.fsync.store(fsync_code(fsync), Ordering::Relaxed);
+        self.kick();
+    }
+
+    pub fn fsync(&self) -> Appendfsync {
+        fsync_from_code(self.fsync.load(Ordering::Relaxed))
     }
 
     pub fn write_error(&self) -> Option<String> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
         self.error.lock().clone()
     }
 
+    fn set_error(&self, text: Option<String>) {
+        let mut error = self.error.lock();
+        self.failed.store(text.is_some(), Ordering::Release);
+        *error = text;
+    }
+
+    /// The number of the last batch appended.
+    pub fn appended(&self) -> u64 {
+        self.appended.load(Ordering::Acquire)
+    }
+
+    /// Whether the last batch appended is durable.
+    pub fn fully_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire) >= self.appended()
+    }
+
     /// Loads every live key into the keyspace, logging progress.
+    ///
+    /// `progress` counts the bytes of keys and values read so far (INFO's
+    /// `loading_loaded_bytes`).
     pub fn recover(
         &self,
         ks: &Keyspace,
         limits: &strata_keyspace::EncodingLimits,
         now_ms: u64,
+        progress: &AtomicU64,
     ) -> anyhow::Result<u64> {
         let Some(engine) = self.engine() else {
             anyhow::bail!("the store is closed")
         };
-        let map = self.map.lock().clone();
+        let map = self.map.load_full();
         let started = Instant::now();
-        let (mut keys, mut bytes, mut dead) = (0u64, 0u64, 0u64);
-        for item in engine.iter() {
-            let (key, value) =
-                item.map_err(|e| anyhow::anyhow!("reading {}: {e}", self.dir.display()))?;
+        let (keys, bytes, dead) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+        let damaged: Mutex<Option<String>> = Mutex::new(None);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let scanned = engine.for_each_live(threads, |key, value, expiry| {
             let Some((ns, user_key)) = key.split_first_chunk::<4>() else {
-                continue;
+                return Ok(());
             };
             let ns = u32::from_be_bytes(*ns);
             if ns == META {
-                continue;
+                return Ok(());
             }
             let Some(db) = map.db_of(ns) else {
-                dead += 1;
-                continue;
+                dead.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
             };
-            let expires = value.expires_at.unwrap_or(0);
-            if expires != 0 && expires <= now_ms {
-                continue;
+            let total = bytes.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
+            if value.is_empty() {
+                return Ok(());
             }
-            bytes += value.bytes.len() as u64;
-            if value.bytes.is_empty() {
-                continue;
-            }
-            let v = strata_keyspace::serialize::decode(&value.bytes, limits).map_err(|e| {
-                anyhow::anyhow!("damaged value for a key in {}: {e}", self.dir.display())
-            })?;
+            let v = match strata_keyspace::serialize::decode(value, limits) {
+                Ok(v) => v,
+                Err(e) => {
+                    damaged.lock().get_or_insert_with(|| {
+                        format!("damaged value for a key in {}: {e}", self.dir.display())
+                    });
+                    return Ok(());
+                }
+            };
             let hash = ks.hash(user_key);
-            let ttl = if expires == 0 {
-                Ttl::Persist
-            } else {
-                Ttl::At(expires)
-            };
+            let ttl = expiry.map_or(Ttl::Persist, Ttl::At);
             ks.lock(ks.shard_of_hash(hash))
                 .db(db)
                 .set(hash, user_key, v, ttl, now_ms);
-            keys += 1;
-            if keys % PROGRESS_EVERY == 0 {
-                let secs = started.elapsed().as_secs_f64().max(1e-3);
-                tracing::info!(
-                    "loading: {keys} keys, {:.1} MB/s",
-                    bytes as f64 / 1e6 / secs
-                );
+            let n = keys.fetch_add(1, Ordering::Relaxed) + 1;
+            if n % 1024 == 0 {
+                progress.store(total, Ordering::Relaxed);
             }
+            if n % PROGRESS_EVERY == 0 {
+                let secs = started.elapsed().as_secs_f64().max(1e-3);
+                tracing::info!("loading: {n} keys, {:.1} MB/s", total as f64 / 1e6 / secs);
+            }
+            Ok(())
+        });
+        scanned.map_err(|e| anyhow::anyhow!("reading {}: {e}", self.dir.display()))?;
+        if let Some(e) = damaged.into_inner() {
+            anyhow::bail!(e);
         }
+        let (keys, bytes, dead) = (keys.into_inner(), bytes.into_inner(), dead.into_inner());
+        // Index entries neither loaded nor dead are expired ones (and the map).
+        let expired = engine.stats().live_keys.saturating_sub(
+            keys + dead
+                + u64::from(engine.contains(&engine_key(META, DBMAP_KEY)))
+                + u64::from(engine.contains(&engine_key(META, FUNCTIONS_KEY))),
+        );
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         tracing::info!(
             "DB loaded from disk: {keys} keys in {secs:.3} seconds ({:.1} MB/s)",
             bytes as f64 / 1e6 / secs
         );
+        self.stats.loaded_keys.store(keys, Ordering::Relaxed);
+        self.stats.loaded_expired.store(expired, Ordering::Relaxed);
         if dead > 0 {
             self.reap_dead_namespaces();
         }
@@ -323,85 +438,122 @@ impl Persistence {
         let Some(engine) = self.engine() else {
             anyhow::bail!("the store is closed")
         };
-        engine
+        let payload = engine
             .get(&engine_key(META, FUNCTIONS_KEY))
-            .map_err(|e| anyhow::anyhow!("can't read the function libraries: {e}"))
+            .map_err(|e| anyhow::anyhow!("can't read the function libraries: {e}"))?;
+        self.functions.lock().clone_from(&payload);
+        Ok(payload)
+    }
+
+    /// Writes the FUNCTION libraries as a whole (a store opened on a live server).
+    pub fn put_functions(&self, payload: &[u8], now_ms: u64) -> Result<(), String> {
+        let Some(engine) = self.engine.load_full() else {
+            return Err("the store is closed".into());
+        };
+        let version = self.hlc.next(now_ms);
+        engine
+            .put_with(
+                &engine_key(META, FUNCTIONS_KEY),
+                payload,
+                WriteMeta::new().with_version(version),
+            )
+            .map_err(|e| misconf(&e))?;
+        *self.functions.lock() = Some(payload.to_vec());
+        Ok(())
     }
 
     /// Appends one command's records as a batch. Returns the batch's number if the
     /// reply must wait for it to be durable.
     pub fn log(&self, records: &[Record], now_ms: u64) -> Result<Option<u64>, String> {
-        if let Some(e) = self.error.lock().clone() {
-            self.note_unsure(records);
+        if let Some(e) = self.write_error() {
             return Err(e);
         }
         let version = self.hlc.next(now_ms);
         let mut batch = WriteBatch::new();
-        let mut dead = Vec::new();
-        {
-            let mut map = self.map.lock();
-            let mut map_changed = false;
-            for r in records {
-                let ns = map.namespaces.get(r.db).copied().unwrap_or(0);
-                match &r.kind {
-                    RecordKind::Put { value, expires_at } => {
-                        let meta = WriteMeta::new()
-                            .with_version(version)
-                            .with_expiry(*expires_at);
-                        batch.put_with(&engine_key(ns, &r.key), value, meta);
+        let mut bytes = 0usize;
+        let map = self.map.load();
+        // A copy of the map, made by the first record that changes it.
+        let mut changed: Option<DbMap> = None;
+        let mut dead = false;
+        for r in records {
+            let ns = changed
+                .as_ref()
+                .unwrap_or(&map)
+                .namespaces
+                .get(r.db)
+                .copied()
+                .unwrap_or(0);
+            match &r.kind {
+                RecordKind::Put { value, expires_at } => {
+                    let meta = WriteMeta::new()
+                        .with_version(version)
+                        .with_expiry(*expires_at);
+                    bytes += r.key.len() + value.len();
+                    batch.put_with(&engine_key(ns, &r.key), value, meta);
+                }
+                RecordKind::Op { op, expires_at } => {
+                    let meta = WriteMeta::new()
+                        .with_version(version)
+                        .with_expiry(*expires_at);
+                    bytes += r.key.len() + op.len();
+                    batch.merge_with(&engine_key(ns, &r.key), op, meta);
+                }
+                RecordKind::Delete => {
+                    bytes += r.key.len();
+                    batch.delete_with(
+                        &engine_key(ns, &r.key),
+                        WriteMeta::new().with_version(version),
+                    );
+                }
+                RecordKind::FlushDb => {
+                    let m = changed.get_or_insert_with(|| DbMap::clone(&map));
+                    let fresh = m.fresh();
+                    if let Some(slot) = m.namespaces.get_mut(r.db) {
+                        *slot = fresh;
                     }
-                    RecordKind::Op { op, expires_at } => {
-                        let meta = WriteMeta::new()
-                            .with_version(version)
-                            .with_expiry(*expires_at);
-                        batch.merge_with(&engine_key(ns, &r.key), op, meta);
+                    dead = true;
+                }
+                RecordKind::FlushAll => {
+                    let m = changed.get_or_insert_with(|| DbMap::clone(&map));
+                    for i in 0..m.namespaces.len() {
+                        let fresh = m.fresh();
+                        m.namespaces[i] = fresh;
                     }
-                    RecordKind::Delete => {
-                        batch.delete_with(
-                            &engine_key(ns, &r.key),
-                            WriteMeta::new().with_version(version),
-                        );
-                    }
-                    RecordKind::FlushDb => {
-                        dead.push(ns);
-                        let fresh = map.fresh();
-                        if let Some(slot) = map.namespaces.get_mut(r.db) {
-                            *slot = fresh;
-                        }
-                        map_changed = true;
-                    }
-                    RecordKind::FlushAll => {
-                        dead.extend(map.namespaces.iter().copied());
-                        for i in 0..map.namespaces.len() {
-                            let fresh = map.fresh();
-                            map.namespaces[i] = fresh;
-                        }
-                        map_changed = true;
-                    }
-                    RecordKind::SwapDb { other } => {
-                        if r.db < map.namespaces.len() && *other < map.namespaces.len() {
-                            map.namespaces.swap(r.db, *other);
-                        }
-                        map_changed = true;
-                    }
-                    RecordKind::Functions { payload } => {
-                        batch.put_with(
-                            &engine_key(META, FUNCTIONS_KEY),
-                            payload,
-                            WriteMeta::new().with_version(version),
-                        );
+                    dead = true;
+                }
+                RecordKind::SwapDb { other } => {
+                    let m = changed.get_or_insert_with(|| DbMap::clone(&map));
+                    if r.db < m.namespaces.len() && *other < m.namespaces.len() {
+                        m.namespaces.swap(r.db, *other);
                     }
                 }
+                RecordKind::Functions { payload } => {
+                    batch.put_with(
+                        &engine_key(META, FUNCTIONS_KEY),
+                        payload,
+                        WriteMeta::new().with_version(version),
+                    );
+                    *self.functions.lock() = Some(payload.clone());
+                }
             }
-            if map_changed {
+        }
+        drop(map);
+        let pending = self.map_pending.load(Ordering::Acquire);
+        let _map_change = changed.as_ref().map(|m| {
+            let guard = self.map_change.lock();
+            if !pending {
                 batch.put_with(
                     &engine_key(META, DBMAP_KEY),
-                    &map.encode(),
+                    &m.encode(),
                     WriteMeta::new().with_version(version),
                 );
             }
-        }
-        let Some(engine) = self.engine() else {
+            // Installed before the write: if the write fails, the recovery after the
+            // error writes this map (the keyspace has already changed).
+            self.map.store(Arc::new(m.clone()));
+            guard
+        });
+        let Some(engine) = self.engine.load_full() else {
             return Err("MISCONF the store is closed".into());
         };
         if let Err(e) = engine.write(&batch) {
@@ -409,33 +561,134 @@ impl Persistence {
             tracing::warn!(
                 "Error writing to the log: {e}; refusing writes until it can be written"
             );
-            *self.error.lock() = Some(text.clone());
-            self.note_unsure(records);
+            self.set_error(Some(text.clone()));
             self.kick();
             return Err(text);
         }
-        if !dead.is_empty() {
+        if dead && !pending {
             self.reap_dead_namespaces();
         }
-        self.stats
-            .changes_since_save
-            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        self.appended_bytes
+            .fetch_add(bytes as i64, Ordering::Relaxed);
         let n = self.appended.fetch_add(1, Ordering::AcqRel) + 1;
-        if *self.fsync.lock() == Appendfsync::Always {
+        if self.fsync.load(Ordering::Relaxed) == fsync_code(Appendfsync::Always) {
             self.kick();
-            Ok(Some(n))
-        } else {
-            Ok(None)
+        }
+        Ok(Some(n))
+    }
+
+    /// Before replies that report batch `n` go out: hands the log's buffered
+    /// records to the operating system (one write for every batch appended so far,
+    /// whoever appended it), so that an acknowledged write survives the process
+    /// being killed whatever `appendfsync` says, as in Redis. A failure makes the
+    /// store refuse writes until it recovers.
+    pub fn flush_to(&self, n: u64) -> Result<(), String> {
+        if self.flushed.load(Ordering::Acquire) >= n || self.synced.load(Ordering::Acquire) >= n {
+            return Ok(());
+        }
+        let target = self.appended.load(Ordering::Acquire);
+        let Some(engine) = self.engine.load_full() else {
+            return Err("MISCONF the store is closed".into());
+        };
+        match engine.flush() {
+            Ok(()) => {
+                self.flushed.fetch_max(target, Ordering::AcqRel);
+                Ok(())
+            }
+            Err(e) => {
+                let text = misconf(&e);
+                tracing::warn!(
+                    "Error writing to the log: {e}; refusing writes until it can be written"
+                );
+                self.set_error(Some(text.clone()));
+                self.kick();
+                Err(text)
+            }
         }
     }
 
-    fn note_unsure(&self, records: &[Record]) {
-        let mut unsure = self.unsure.lock();
-        for r in records {
-            if !r.key.is_empty() {
-                unsure.insert((r.db, r.key.clone()));
+    /// Writes every key of a shard as a whole value: how a store opened on a live
+    /// keyspace (CONFIG SET appendonly yes, a snapshot) gets its contents. Call with
+    /// the shard locked and logging on, so that the shard's records before and after
+    /// this one land in the order of the changes.
+    pub fn dump_shard(&self, shard: &Shard, now_ms: u64) -> Result<u64, String> {
+        let Some(engine) = self.engine.load_full() else {
+            return Err("the store is closed".into());
+        };
+        let map = self.map.load_full();
+        let version = self.hlc.next(now_ms);
+        let mut batch = WriteBatch::new();
+        let (mut bytes, mut keys) = (0usize, 0u64);
+        let mut value = Vec::new();
+        for (db, ns) in map.namespaces.iter().enumerate() {
+            let Some(data) = shard.dbs().get(db) else {
+                continue;
+            };
+            for entry in data.iter(now_ms) {
+                value.clear();
+                strata_keyspace::serialize::encode(&entry.value, &mut value);
+                let meta = WriteMeta::new()
+                    .with_version(version)
+                    .with_expiry(entry.expire_at().unwrap_or(0));
+                bytes += entry.key().len() + value.len();
+                batch.put_with(&engine_key(*ns, entry.key()), &value, meta);
+                keys += 1;
+                if batch.len() >= DUMP_BATCH_KEYS || bytes >= DUMP_BATCH_BYTES {
+                    engine.write(&batch).map_err(|e| misconf(&e))?;
+                    batch.clear();
+                    bytes = 0;
+                }
             }
         }
+        if !batch.is_empty() {
+            engine.write(&batch).map_err(|e| misconf(&e))?;
+        }
+        self.appended.fetch_add(1, Ordering::AcqRel);
+        Ok(keys)
+    }
+
+    /// Moves every database to a fresh namespace, in memory only: the keyspace is
+    /// then written out ([`Persistence::dump_shard`]) and [`Persistence::commit_map`]
+    /// makes the new namespaces the ones on disk, the old keys becoming dead. A crash
+    /// before the commit reopens the previous data.
+    pub fn renamespace(&self) {
+        let _guard = self.map_change.lock();
+        let mut map = DbMap::clone(&self.map.load());
+        for i in 0..map.namespaces.len() {
+            let fresh = map.fresh();
+            map.namespaces[i] = fresh;
+        }
+        self.map.store(Arc::new(map));
+        self.map_pending.store(true, Ordering::Release);
+    }
+
+    /// Writes the database map (see [`Persistence::renamespace`]) and deletes the
+    /// keys of the namespaces it no longer names, in the background.
+    pub fn commit_map(&self, now_ms: u64) -> Result<(), String> {
+        let Some(engine) = self.engine.load_full() else {
+            return Err("the store is closed".into());
+        };
+        {
+            let _guard = self.map_change.lock();
+            let version = self.hlc.next(now_ms);
+            engine
+                .put_with(
+                    &engine_key(META, DBMAP_KEY),
+                    &self.map.load().encode(),
+                    WriteMeta::new().with_version(version),
+                )
+                .map_err(|e| misconf(&e))?;
+            self.map_pending.store(false, Ordering::Release);
+        }
+        self.reap_dead_namespaces();
+        Ok(())
+    }
+
+    /// Takes the log's current size as the base automatic compaction measures from.
+    pub fn reset_base_size(&self) {
+        self.stats
+            .base_size
+            .store(self.current_size(), Ordering::Relaxed);
     }
 
     /// Whether batch `n` is durable.
@@ -482,7 +735,7 @@ impl Persistence {
                 tracing::warn!(
                     "fsync of the log failed: {e}; refusing writes until it can be written"
                 );
-                *self.error.lock() = Some(text.clone());
+                self.set_error(Some(text.clone()));
                 self.synced_notify.notify_waiters();
                 Err(text)
             }
@@ -491,12 +744,9 @@ impl Persistence {
 
     /// The syncer thread: group commit for `always`, once a second for `everysec`,
     /// and recovery from write errors.
-    pub fn spawn_syncer(
-        self: &Arc<Self>,
-        state: Arc<crate::state::ServerState>,
-    ) -> std::thread::JoinHandle<()> {
+    pub fn spawn_syncer(self: &Arc<Self>, state: Arc<crate::state::ServerState>) {
         let this = self.clone();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("strata-sync".into())
             .spawn(move || {
                 let mut last_everysec = Instant::now();
@@ -509,13 +759,12 @@ impl Persistence {
                         }
                         *pending = false;
                     }
-                    if this.error.lock().is_some() {
+                    if this.failed.load(Ordering::Acquire) {
                         this.try_recover(&state.keyspace);
                         continue;
                     }
-                    let behind =
-                        this.appended.load(Ordering::Acquire) > this.synced.load(Ordering::Acquire);
-                    let policy = *this.fsync.lock();
+                    let behind = !this.fully_synced();
+                    let policy = this.fsync();
                     let due = match policy {
                         Appendfsync::Always => behind,
                         Appendfsync::Everysec => {
@@ -528,16 +777,27 @@ impl Persistence {
                         last_everysec = Instant::now();
                     }
                 }
-            })
-            .expect("spawn the syncer thread")
+            });
+        match handle {
+            Ok(handle) => *self.syncer.lock() = Some(handle),
+            Err(e) => {
+                tracing::warn!("can't start the syncer thread: {e}");
+                self.set_error(Some(format!("MISCONF can't start the syncer thread: {e}")));
+            }
+        }
     }
 
-    /// After a write error: reopen the engine and rewrite the keys whose records may
-    /// be missing, from memory. Writes resume when that succeeds.
+    /// After a write error: reopen the engine and make the stored data match the
+    /// keyspace again, then let writes resume. Which records reached the disk is
+    /// unknown (a failed write or fsync may have lost buffered ones), so every key
+    /// is compared; write commands are refused meanwhile, so the keyspace only
+    /// changes by expiry, which the stored expiry times mirror.
     fn try_recover(&self, ks: &Keyspace) {
         std::thread::sleep(Duration::from_millis(200));
-        let old = self.engine.lock().take();
-        drop(old);
+        self.stop_reaper();
+        if let Some(old) = self.engine.swap(None) {
+            let _ = close_engine(old);
+        }
         let engine = match Engine::open(&self.dir, self.options.clone()) {
             Ok(e) => Arc::new(e),
             Err(e) => {
@@ -545,51 +805,93 @@ impl Persistence {
                 return;
             }
         };
-        *self.engine.lock() = Some(engine.clone());
-        let unsure: Vec<(usize, Vec<u8>)> = self.unsure.lock().drain().collect();
-        let map = self.map.lock().clone();
-        let now = crate::state::unix_ms();
-        let version = self.hlc.next(now);
-        let mut batch = WriteBatch::new();
-        batch.put_with(
-            &engine_key(META, DBMAP_KEY),
-            &map.encode(),
-            WriteMeta::new().with_version(version),
-        );
-        for (db, key) in &unsure {
-            let ns = map.namespaces.get(*db).copied().unwrap_or(0);
-            let hash = ks.hash(key);
-            let mut shard = ks.lock(ks.shard_of_hash(hash));
-            let ekey = engine_key(ns, key);
-            match shard.db(*db).peek(hash, key, now) {
-                Some(e) => {
-                    let meta = WriteMeta::new()
-                        .with_version(version)
-                        .with_expiry(e.expire_at().unwrap_or(0));
-                    batch.put_with(&ekey, &strata_keyspace::serialize::to_vec(&e.value), meta);
-                }
-                None => {
-                    batch.delete_with(&ekey, WriteMeta::new().with_version(version));
-                }
-            }
-        }
-        let result = engine.write(&batch).and_then(|()| engine.sync());
+        self.engine.store(Some(engine.clone()));
+        let result = self.reconcile(&engine, ks).and_then(|fixed| {
+            engine.sync()?;
+            Ok(fixed)
+        });
         match result {
-            Ok(()) => {
-                self.synced
-                    .store(self.appended.load(Ordering::Acquire), Ordering::Release);
-                *self.error.lock() = None;
-                self.synced_notify.notify_waiters();
-                tracing::warn!(
-                    "the log is writable again: {} keys rewritten; writes resume",
-                    unsure.len()
-                );
+            Ok(fixed) => {
+                self.release_waiters();
+                self.set_error(None);
+                tracing::warn!("the log is writable again: {fixed} keys rewritten; writes resume");
             }
-            Err(e) => {
-                tracing::debug!("the log is still not writable: {e}");
-                self.unsure.lock().extend(unsure);
+            Err(e) => tracing::debug!("the log is still not writable: {e}"),
+        }
+    }
+
+    /// Writes every key whose stored value or expiry differs from the keyspace's,
+    /// and deletes stored keys the keyspace does not have; returns how many.
+    fn reconcile(&self, engine: &Engine, ks: &Keyspace) -> strata_engine::Result<u64> {
+        let map = self.map.load_full();
+        let now = crate::state::unix_ms();
+        let meta = WriteMeta::new().with_version(self.hlc.next(now));
+        let mut batch = WriteBatch::new();
+        if !self.map_pending.load(Ordering::Acquire) {
+            batch.put_with(&engine_key(META, DBMAP_KEY), &map.encode(), meta);
+        }
+        if let Some(payload) = self.functions.lock().as_ref() {
+            batch.put_with(&engine_key(META, FUNCTIONS_KEY), payload, meta);
+        }
+        let mut fixed = 0u64;
+        let mut value = Vec::new();
+        for s in 0..ks.num_shards() {
+            let shard = ks.lock(s);
+            for (data, ns) in shard.dbs().iter().zip(&map.namespaces) {
+                for entry in data.iter(now) {
+                    let key = engine_key(*ns, entry.key());
+                    value.clear();
+                    strata_keyspace::serialize::encode(&entry.value, &mut value);
+                    let stored = engine.get_value(&key)?;
+                    let same = stored
+                        .is_some_and(|v| v.bytes == value && v.expires_at == entry.expire_at());
+                    if !same {
+                        let expiry = entry.expire_at().unwrap_or(0);
+                        batch.put_with(&key, &value, meta.with_expiry(expiry));
+                        fixed += 1;
+                    }
+                    if batch.len() >= DUMP_BATCH_KEYS {
+                        engine.write(&batch)?;
+                        batch.clear();
+                    }
+                }
             }
         }
+        for key in engine.keys() {
+            let Some((ns, user_key)) = key.split_first_chunk::<4>() else {
+                continue;
+            };
+            let Some(db) = map.db_of(u32::from_be_bytes(*ns)) else {
+                continue;
+            };
+            let hash = ks.hash(user_key);
+            let present = ks
+                .lock(ks.shard_of_hash(hash))
+                .db_ref(db)
+                .peek(hash, user_key, now)
+                .is_some();
+            if !present {
+                batch.delete_with(&key, meta);
+                fixed += 1;
+            }
+            if batch.len() >= DUMP_BATCH_KEYS {
+                engine.write(&batch)?;
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            engine.write(&batch)?;
+        }
+        Ok(fixed)
+    }
+
+    /// Stops the thread deleting dead keys; the next start finds what is left.
+    fn stop_reaper(&self) {
+        self.reaper_stop.store(true, Ordering::Release);
+        if let Some(reaper) = self.reaper.lock().take() {
+            let _ = reaper.join();
+        }
+        self.reaper_stop.store(false, Ordering::Release);
     }
 
     /// Deletes, in the background, the keys of namespaces no database maps to.
@@ -597,24 +899,36 @@ impl Persistence {
         let Some(engine) = self.engine() else { return };
         let live: HashSet<u32> = self
             .map
-            .lock()
+            .load()
             .namespaces
             .iter()
             .copied()
             .chain([META])
             .collect();
-        std::thread::Builder::new()
+        let mut slot = self.reaper.lock();
+        // One reaper at a time; a later one sees every namespace the earlier saw.
+        if let Some(previous) = slot.take() {
+            let _ = previous.join();
+        }
+        let stop = self.reaper_stop.clone();
+        *slot = std::thread::Builder::new()
             .name("strata-reaper".into())
             .spawn(move || {
                 let mut batch = WriteBatch::new();
                 for key in engine.keys() {
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
                     let dead = key
                         .split_first_chunk::<4>()
                         .is_some_and(|(ns, _)| !live.contains(&u32::from_be_bytes(*ns)));
                     if dead {
                         batch.delete(&key);
                     }
-                    if batch.len() >= 1000 && engine.write(&batch).is_ok() {
+                    if batch.len() >= 1000 {
+                        if engine.write(&batch).is_err() {
+                            return;
+                        }
                         batch.clear();
                     }
                 }
@@ -625,39 +939,18 @@ impl Persistence {
             .ok();
     }
 
-    /// Compacts the log (BGREWRITEAOF); blocking, run it off the event loop.
-    pub fn rewrite(&self) -> Result<(), String> {
+    /// Compacts the log (BGREWRITEAOF): every sealed segment is rewritten with only
+    /// the live records, operations folded into whole values. Blocking; reads and
+    /// writes go on meanwhile.
+    pub fn rewrite(&self) -> Result<strata_engine::CompactionReport, String> {
         let Some(engine) = self.engine() else {
             return Err("the store is closed".into());
         };
-        self.stats
-            .rewrite_in_progress
-            .store(true, Ordering::Release);
-        let started = Instant::now();
-        let result = engine.compact().map(|_| ()).map_err(|e| e.to_string());
-        self.stats
-            .rewrite_in_progress
-            .store(false, Ordering::Release);
-        self.stats
-            .last_rewrite_ok
-            .store(result.is_ok(), Ordering::Relaxed);
-        self.stats
-            .last_rewrite_ms
-            .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        let report = engine.compact().map_err(|e| e.to_string())?;
         self.stats
             .base_size
             .store(engine.stats().total_bytes, Ordering::Relaxed);
-        result
-    }
-
-    /// Makes the dataset durable now (SAVE, shutdown).
-    pub fn save(&self) -> Result<(), String> {
-        self.sync_now()?;
-        self.stats.changes_since_save.store(0, Ordering::Relaxed);
-        self.stats
-            .last_save_unix
-            .store(crate::state::unix_ms() / 1000, Ordering::Relaxed);
-        Ok(())
+        Ok(report)
     }
 
     /// Bytes in the log's files.
@@ -666,23 +959,30 @@ impl Persistence {
     }
 
     /// Stops the syncer and closes the engine after a final sync (hint files are
-    /// written at close, so the next start reads hints instead of values).
-    pub fn close(&self) {
+    /// written at close, so the next start reads hints instead of values). Every
+    /// batch appended counts as durable afterwards: replies waiting for one go out.
+    pub fn close(&self) -> Result<(), String> {
         self.stop.store(true, Ordering::Release);
         self.kick();
-        let _ = self.sync_now();
-        if let Some(engine) = self.engine.lock().take() {
-            match Arc::try_unwrap(engine) {
-                Ok(engine) => {
-                    if let Err(e) = engine.close() {
-                        tracing::warn!("closing the log: {e}");
-                    }
-                }
-                Err(shared) => {
-                    let _ = shared.sync();
-                }
-            }
+        if let Some(syncer) = self.syncer.lock().take() {
+            let _ = syncer.join();
         }
+        self.stop_reaper();
+        let mut result = self.sync_now();
+        if let Some(engine) = self.engine.swap(None)
+            && let Err(e) = close_engine(engine)
+        {
+            tracing::warn!("closing the log: {e}");
+            result = Err(misconf(&e));
+        }
+        self.release_waiters();
+        result
+    }
+
+    fn release_waiters(&self) {
+        self.synced
+            .fetch_max(self.appended.load(Ordering::Acquire), Ordering::AcqRel);
+        self.synced_notify.notify_waiters();
     }
 }
 
@@ -694,7 +994,7 @@ mod tests {
 
     fn open(dir: &Path) -> Persistence {
         let replay = Arc::new(replay::Replay::new(EncodingLimits::default()));
-        Persistence::open(dir, 16, Appendfsync::Everysec, replay).expect("open")
+        Persistence::open(dir, 16, Appendfsync::Everysec, replay, 1).expect("open")
     }
 
     fn put(db: usize, key: &str, value: &[u8]) -> Record {
@@ -735,12 +1035,12 @@ mod tests {
                 3,
             )
             .expect("logged");
-            p.close();
+            p.close().expect("closed");
         }
         let p = open(dir.path());
         let ks = Keyspace::new(16, 4);
         let n = p
-            .recover(&ks, &EncodingLimits::default(), 10)
+            .recover(&ks, &EncodingLimits::default(), 10, &AtomicU64::new(0))
             .expect("recovered");
         assert_eq!(n, 3);
         assert_eq!(ks.db_len(3), 2);

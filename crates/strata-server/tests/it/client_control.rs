@@ -255,3 +255,46 @@ fn tracked_keys_are_invalidated_when_they_expire() {
         "{list:?}"
     );
 }
+
+/// CLIENT NO-TOUCH and CLIENT KILL MAXAGE come from Redis 7.2.
+#[test]
+fn no_touch_keeps_idle_times_and_kill_maxage_picks_old_clients() {
+    let server = strata(&[]);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+    assert_eq!(c.cmd(&["CLIENT", "NO-TOUCH", "ON"]), ok());
+    let flags = c.cmd(&["CLIENT", "INFO"]);
+    assert!(
+        String::from_utf8_lossy(flags.as_bytes().unwrap_or_default()).contains("flags=T "),
+        "{flags:?}"
+    );
+    std::thread::sleep(Duration::from_millis(2100));
+    // Reads and writes leave the access time alone...
+    assert_eq!(c.cmd(&["GET", "k"]), Value::Bulk(b"v".to_vec()));
+    assert_eq!(c.cmd(&["APPEND", "k", "w"]), Value::Integer(2));
+    let Value::Integer(idle) = c.cmd(&["OBJECT", "IDLETIME", "k"]) else {
+        panic!("OBJECT IDLETIME")
+    };
+    assert!(idle >= 2, "idle {idle}");
+    // ...but TOUCH does its job.
+    assert_eq!(c.cmd(&["TOUCH", "k"]), Value::Integer(1));
+    assert_eq!(c.cmd(&["OBJECT", "IDLETIME", "k"]), Value::Integer(0));
+    assert_eq!(
+        c.cmd(&["CLIENT", "NO-TOUCH", "MAYBE"]),
+        Value::Error(b"ERR syntax error".to_vec())
+    );
+    assert_eq!(c.cmd(&["CLIENT", "NO-TOUCH", "OFF"]), ok());
+
+    // `c` is over 2 seconds old; a new client is not.
+    let mut young = server.client();
+    assert_eq!(
+        young.cmd(&["CLIENT", "KILL", "MAXAGE", "x"]),
+        Value::Error(b"ERR value is not an integer or out of range".to_vec())
+    );
+    assert_eq!(
+        young.cmd(&["CLIENT", "KILL", "MAXAGE", "2"]),
+        Value::Integer(1)
+    );
+    assert!(c.read_to_close().is_empty());
+    assert_eq!(young.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+}

@@ -61,6 +61,17 @@ impl Proc {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Kills the process with SIGKILL and reaps it.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits until the server answers PING with PONG (after [`spawn_strata`]).
+    pub fn wait_ready(&mut self) {
+        wait_ready(&mut self.child, self.port, None);
+    }
 }
 
 impl Drop for Proc {
@@ -124,14 +135,29 @@ pub fn strata(extra: &[&str]) -> Proc {
 
 /// Starts strata with a configuration file and extra directives.
 pub fn strata_with_file(file: Option<&std::path::Path>, extra: &[&str]) -> Proc {
-    let port = free_port();
     let dir = tempfile::tempdir().expect("temp dir");
+    let mut proc = spawn_strata(file, dir.path(), extra);
+    wait_ready(&mut proc.child, proc.port, password_in(extra));
+    proc._dir = Some(dir);
+    proc
+}
+
+/// Starts strata on a data directory the caller keeps (to restart on it).
+pub fn strata_in(dir: &std::path::Path, extra: &[&str]) -> Proc {
+    let mut proc = spawn_strata(None, dir, extra);
+    wait_ready(&mut proc.child, proc.port, password_in(extra));
+    proc
+}
+
+/// Starts strata on `dir` without waiting for it to be ready.
+pub fn spawn_strata(file: Option<&std::path::Path>, dir: &std::path::Path, extra: &[&str]) -> Proc {
+    let port = free_port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata-server"));
     if let Some(file) = file {
         cmd.arg(file);
     }
     cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
-        .arg(dir.path())
+        .arg(dir)
         .args(["--loglevel", "warning"])
         .args(extra)
         .stdin(Stdio::null())
@@ -139,13 +165,11 @@ pub fn strata_with_file(file: Option<&std::path::Path>, extra: &[&str]) -> Proc 
         .stderr(Stdio::inherit());
     let child = cmd.spawn().expect("spawn strata-server");
     // Built before waiting, so that a failed start still stops the process.
-    let mut proc = Proc {
+    Proc {
         child,
         port,
-        _dir: Some(dir),
-    };
-    wait_ready(&mut proc.child, port, password_in(extra));
-    proc
+        _dir: None,
+    }
 }
 
 /// Whether a real redis-server is available. When `STRATA_REQUIRE_REDIS=1` (as in
@@ -237,6 +261,21 @@ impl Raw {
             let n = self.stream.read(&mut chunk).expect("read reply");
             assert!(n > 0, "connection closed while waiting for a reply");
             self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Reads one reply, or `None` if the connection closes (or fails) first.
+    pub fn try_read(&mut self) -> Option<Value> {
+        loop {
+            if let Some((v, n)) = decode(&self.buf).expect("valid RESP from server") {
+                self.buf.drain(..n);
+                return Some(v);
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            match self.stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
         }
     }
 

@@ -70,6 +70,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[&[u8]], incr_command: bool) -> CmdResult 
 
     let limits = ctx.server.encoding_limits();
     let now = ctx.keys.now_ms;
+    let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let exists = match db.get(hash, key, now) {
         Some(e) if !matches!(e.value, Value::ZSet(_)) => return Err(CmdError::WrongType),
@@ -87,7 +88,9 @@ fn zadd_generic(ctx: &mut Ctx, args: &[&[u8]], incr_command: bool) -> CmdResult 
     let (entry, _) = db.get_or_insert_with(hash, key, now, || {
         Value::ZSet(Box::new(ZSet::for_first_member(first_len, &limits)))
     });
-    entry.touch(now);
+    if !no_touch {
+        entry.touch(now);
+    }
     let Value::ZSet(z) = &mut entry.value else {
         return Err(CmdError::WrongType);
     };

@@ -97,8 +97,10 @@ impl<'a> Keys<'a> {
         self.read_logging_flag();
     }
 
-    /// Refreshes `logging` from the server's switch; call with a shard held.
-    fn read_logging_flag(&mut self) {
+    /// Refreshes `logging` from the server's switch; call with a shard held, or
+    /// after a change made outside the keyspace (FUNCTION LOAD) that the store
+    /// opening later reads as it is.
+    pub fn read_logging_flag(&mut self) {
         if let Some(flag) = self.logging_flag {
             self.logging = flag.load(Ordering::Acquire);
         }
@@ -129,6 +131,7 @@ impl<'a> Keys<'a> {
                 }
             }
         }
+        self.read_logging_flag();
         true
     }
 
@@ -154,6 +157,7 @@ impl<'a> Keys<'a> {
         };
         self.guards.insert(pos, (idx, guard));
         self.all = self.guards.len() == self.ks.num_shards();
+        self.read_logging_flag();
         true
     }
 

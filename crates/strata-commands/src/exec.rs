@@ -405,52 +405,46 @@ pub fn remember_reads(ctx: &mut Ctx, cmd: &Command, argv: &[&[u8]]) {
     );
 }
 
-/// Locks the shards of the command's keys before it runs. While a script runs, the
-/// wait for a shard it holds gives up with the BUSY error once the script passes
-/// `busy-reply-threshold` (unless the command may run then).
+/// Locks the shards of the command's keys before it runs. A script may hold those
+/// shards for long: the wait then gives up with the BUSY error once the script passes
+/// `busy-reply-threshold` (unless the command may run then), as Redis answers BUSY
+/// to the commands that arrive while a script is past it. (A script may have taken
+/// the shards just before registering as running, so the wait is always one that
+/// can give up.)
 fn lock_for(
     server: &dyn Server,
     keys: &mut Keys<'_>,
     cmd: &Command,
     argv: &[&[u8]],
 ) -> Result<(), &'static str> {
-    if let Some(scripting) = server.scripting()
-        && scripting.any_running()
-        && !cmd.flags.contains(Flags::ALLOW_BUSY)
-        && (!cmd.key_specs.is_empty() || cmd.getkeys.is_some())
-    {
-        let positions: SmallVec<[usize; 8]> = key_positions(cmd, argv).into_iter().collect();
-        let locked = keys.lock_keys_unless(
-            positions.iter().filter_map(|&i| argv.get(i).copied()),
-            &|| scripting.busy_error().is_some(),
-        );
-        return match locked {
-            true => Ok(()),
-            false => Err(scripting
-                .busy_error()
-                .unwrap_or(crate::scripting::BUSY_EVAL)),
-        };
-    }
-    lock_plain(keys, cmd, argv);
-    Ok(())
-}
-
-fn lock_plain(keys: &mut Keys<'_>, cmd: &Command, argv: &[&[u8]]) {
+    let scripting = server
+        .scripting()
+        .filter(|_| !cmd.flags.contains(Flags::ALLOW_BUSY));
+    let give_up = || scripting.is_some_and(|s| s.busy_error().is_some());
     // The common case, one key at a fixed position, without building a list.
-    if let [spec] = cmd.key_specs
+    let locked = if let [spec] = cmd.key_specs
         && let (BeginSearch::Index(i), FindKeys::Range { last_key: 0, .. }) =
             (spec.begin, spec.find)
         && cmd.getkeys.is_none()
         && !spec.flags.contains(crate::spec::KeyFlags::NOT_KEY)
     {
-        if let Some(key) = argv.get(i as usize) {
-            keys.lock_keys(std::iter::once(*key));
+        match argv.get(i as usize) {
+            Some(key) => keys.lock_keys_unless(std::iter::once(*key), &give_up),
+            None => true,
         }
-        return;
+    } else if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {
+        true
+    } else {
+        let positions: SmallVec<[usize; 8]> = key_positions(cmd, argv).into_iter().collect();
+        keys.lock_keys_unless(
+            positions.iter().filter_map(|&i| argv.get(i).copied()),
+            &give_up,
+        )
+    };
+    match locked {
+        true => Ok(()),
+        false => Err(scripting
+            .and_then(|s| s.busy_error())
+            .unwrap_or(crate::scripting::BUSY_EVAL)),
     }
-    if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {
-        return;
-    }
-    let positions: SmallVec<[usize; 8]> = key_positions(cmd, argv).into_iter().collect();
-    keys.lock_keys(positions.iter().filter_map(|&i| argv.get(i).copied()));
 }

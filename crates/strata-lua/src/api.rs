@@ -61,6 +61,9 @@ pub fn native_table(lua: &Lua) -> mlua::Result<Table> {
     native.raw_set("handler", lua.create_function(error_handler)?)?;
     native.raw_set("unwrap_error", lua.create_function(unwrap_error)?)?;
     native.raw_set("bit", crate::bit::library(lua)?)?;
+    native.raw_set("cjson", crate::cjson::library(lua)?)?;
+    native.raw_set("cmsgpack", crate::cmsgpack::library(lua)?)?;
+    native.raw_set("struct", crate::structlib::library(lua)?)?;
     Ok(native)
 }
 

@@ -232,9 +232,9 @@ impl Vm {
         let _ = self.lua.gc_collect();
     }
 
-    /// Compiles an EVAL script as Redis does: its body (after any shebang line)
-    /// wrapped in `function f_<sha>() ... end`, so that line numbers and syntax errors
-    /// read as in Redis. The error is the reply text without `ERR `.
+    /// Compiles an EVAL script as Redis 7.0 does: its body after any shebang line
+    /// (whose newline is kept, so that line numbers count from the shebang) loaded as
+    /// a chunk named `@user_script`. The error is the reply text without `ERR `.
     pub fn compile_script(
         &mut self,
         sha: &str,
@@ -244,55 +244,31 @@ impl Vm {
         if self.scripts.contains_key(sha) {
             return Ok(());
         }
-        let name = format!("f_{sha}");
-        let mut source = Vec::with_capacity(body.len() + 64);
-        source.extend_from_slice(b"function ");
-        source.extend_from_slice(name.as_bytes());
-        source.extend_from_slice(b"() ");
-        source.extend_from_slice(body.get(code_start..).unwrap_or_default());
-        source.extend_from_slice(b"\nend");
-        let compiled = (|| -> mlua::Result<Result<Function, String>> {
-            let holder = self.lua.create_table()?;
-            let chunk = match self
-                .lua
-                .load(source.as_slice())
-                .set_name("@user_script")
-                .set_environment(holder.clone())
-                .into_function()
-            {
-                Ok(f) => f,
-                Err(mlua::Error::SyntaxError { message, .. }) => {
-                    return Ok(Err(format!(
-                        "Error compiling script (new function): {message}"
-                    )));
-                }
-                Err(e) => return Err(e),
-            };
-            if let Err(e) = chunk.call::<()>(()) {
-                return Ok(Err(format!(
-                    "Error running script (new function): {}",
+        let code = body.get(code_start..).unwrap_or_default();
+        let chunk = self
+            .lua
+            .load(code)
+            .set_name("@user_script")
+            .set_environment(self.env.clone())
+            .into_function();
+        let f = match chunk {
+            Ok(f) => f,
+            Err(mlua::Error::SyntaxError { message, .. }) => {
+                return Err(format!("Error compiling script (new function): {message}"));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "Error compiling script (new function): {}",
                     plain_message(&e)
-                )));
+                ));
             }
-            let f: Function = holder.raw_get(name.as_str())?;
-            f.set_environment(self.env.clone())?;
-            Ok(Ok(f))
-        })();
-        match compiled {
-            Ok(Ok(f)) => {
-                let key = self
-                    .lua
-                    .create_registry_value(f)
-                    .map_err(|e| plain_message(&e))?;
-                self.scripts.insert(sha.to_string(), key);
-                Ok(())
-            }
-            Ok(Err(text)) => Err(text),
-            Err(e) => Err(format!(
-                "Error compiling script (new function): {}",
-                plain_message(&e)
-            )),
-        }
+        };
+        let key = self
+            .lua
+            .create_registry_value(f)
+            .map_err(|e| plain_message(&e))?;
+        self.scripts.insert(sha.to_string(), key);
+        Ok(())
     }
 
     /// Runs a compiled EVAL script, writing its reply (or error) to `out`.

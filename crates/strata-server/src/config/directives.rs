@@ -1130,6 +1130,8 @@ mod tests {
                 "client-output-buffer-limit",
                 "notify-keyspace-events",
                 "tracking-table-max-keys",
+                "busy-reply-threshold",
+                "lua-memory-limit",
                 "pubsub-max-subscriptions-per-client",
                 "enable-debug-command",
                 "io-threads",

@@ -1112,14 +1112,15 @@ mod tests {
 
         /// Directives whose value in strata differs from Redis's on purpose: the port
         /// (a free one is used), dir (Redis shows its absolute working directory),
-        /// io-threads (strata's default is the CPU count), and shards and
-        /// pubsub-max-subscriptions-per-client (strata only).
+        /// io-threads (strata's default is the CPU count), and shards,
+        /// pubsub-max-subscriptions-per-client and lua-memory-limit (strata only).
         const DIFFERENT: &[&str] = &[
             "port",
             "dir",
             "io-threads",
             "shards",
             "pubsub-max-subscriptions-per-client",
+            "lua-memory-limit",
         ];
 
         fn comparable() -> impl Iterator<Item = &'static Directive> {

@@ -18,4 +18,5 @@ mod persistence;
 mod protocol;
 mod pubsub;
 mod random_diff;
+mod scripting;
 mod transactions;

@@ -159,6 +159,7 @@ fn generic(ctx: &mut Ctx, argv: &[&[u8]], ro: bool) -> CmdResult {
 /// Logs the library set after a change, and counts the change.
 fn changed(ctx: &mut Ctx, engine: &Scripting) {
     ctx.keys.dirty += 1;
+    ctx.keys.read_logging_flag();
     let payload = engine.dump();
     ctx.keys
         .log_special_in(0, RecordKind::Functions { payload });
@@ -256,7 +257,7 @@ fn function_flush(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 "FUNCTION FLUSH only supports SYNC|ASYNC option",
             ));
         }
-        _ => return Err(CmdError::Syntax),
+        _ => return Err(wrong_args(argv[1])),
     }
     engine.libraries.write().clear();
     changed(ctx, engine);
@@ -383,7 +384,7 @@ enum Policy {
 fn function_restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let engine = engine(ctx)?;
     if argv.len() > 4 {
-        return Err(CmdError::Syntax);
+        return Err(wrong_args(argv[1]));
     }
     let policy = match argv.get(3) {
         None => Policy::Append,
@@ -453,6 +454,15 @@ pub fn restore_logged(engine: &Scripting, payload: &[u8]) -> Result<usize, Strin
     let codes = decode_payload(payload).ok_or("the logged function libraries are damaged")?;
     restore(engine, &codes, Policy::Flush)?;
     Ok(codes.len())
+}
+
+/// Redis's reply to a FUNCTION subcommand given too many arguments.
+fn wrong_args(sub: &[u8]) -> CmdError {
+    CmdError::quoting(
+        "unknown subcommand or wrong number of arguments for '",
+        crate::error::c_str(sub, 128),
+        "'. Try FUNCTION HELP.",
+    )
 }
 
 fn function_help(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {

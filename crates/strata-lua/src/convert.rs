@@ -26,6 +26,7 @@ const MAX_DEPTH: usize = 1000;
 /// `luaPushErrorBuff` does: the text after a leading `-`, its first word as the code
 /// (`ERR` when it has none), surrounding CR/LF trimmed.
 pub fn error_text(raw: &[u8]) -> Vec<u8> {
+    let raw = c_string(raw);
     let (code, msg): (&[u8], &[u8]) = match raw.strip_prefix(b"-") {
         Some(rest) => match rest.iter().position(|&b| b == b' ') {
             Some(sp) => (&rest[..sp], &rest[sp + 1..]),
@@ -39,6 +40,39 @@ pub fn error_text(raw: &[u8]) -> Vec<u8> {
     out.push(b' ');
     out.extend_from_slice(msg);
     out
+}
+
+/// A Lua string as C code sees it (`lua_tostring`): up to its first NUL.
+pub fn c_string(s: &[u8]) -> &[u8] {
+    s.iter().position(|&b| b == 0).map_or(s, |end| &s[..end])
+}
+
+/// A status line as Redis writes a script's `{ok=...}`: up to the first NUL, CR
+/// and LF turned into spaces.
+pub fn status_line(s: &[u8]) -> Vec<u8> {
+    c_string(s)
+        .iter()
+        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+        .collect()
+}
+
+/// An error line as Redis's `addReplyErrorFormat` writes it: CR and LF trimmed
+/// from both ends, the ones inside turned into spaces.
+pub fn error_line(s: &[u8]) -> Vec<u8> {
+    let trimmed = {
+        let mut t = s;
+        while let [b'\r' | b'\n', rest @ ..] = t {
+            t = rest;
+        }
+        while let [rest @ .., b'\r' | b'\n'] = t {
+            t = rest;
+        }
+        t
+    };
+    trimmed
+        .iter()
+        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+        .collect()
 }
 
 fn trim_crlf(mut s: &[u8]) -> &[u8] {
@@ -273,11 +307,11 @@ fn string_field(t: &Table, key: &str) -> Option<Vec<u8>> {
 
 fn write_table(out: &mut ReplyWriter<'_>, t: &Table, resp3: bool, depth: usize) {
     if let Some(err) = string_field(t, "err") {
-        out.error(&err);
+        out.error(&error_line(c_string(&err)));
         return;
     }
     if let Some(ok) = string_field(t, "ok") {
-        out.simple(&ok);
+        out.simple(&status_line(&ok));
         return;
     }
     match t.raw_get::<Value>("double") {

@@ -566,25 +566,31 @@ fn write_error(out: &mut ReplyWriter<'_>, err: &Value, name: &str) {
         out.error(format!("ERR Error running script {name}, {}", truncate(&msg, 100)).as_bytes());
         return;
     };
-    let mut text = String::new();
+    let mut text: Vec<u8> = Vec::new();
     match t.get::<Value>("err") {
-        Ok(Value::String(s)) => text.push_str(&s.to_string_lossy()),
-        Ok(Value::Integer(i)) => text.push_str(&i.to_string()),
-        Ok(Value::Number(n)) => text.push_str(&lua_number(n)),
+        Ok(Value::String(s)) => text.extend_from_slice(crate::convert::c_string(&s.as_bytes())),
+        Ok(Value::Integer(i)) => text.extend_from_slice(i.to_string().as_bytes()),
+        Ok(Value::Number(n)) => text.extend_from_slice(lua_number(n).as_bytes()),
         _ => {}
     }
-    let field = |k: &str| -> Option<String> {
+    let field = |k: &str| -> Option<Vec<u8>> {
         match t.get::<Value>(k).ok()? {
-            Value::String(s) => Some(s.to_string_lossy()),
-            Value::Integer(i) => Some(i.to_string()),
-            Value::Number(n) => Some(lua_number(n)),
+            Value::String(s) => Some(crate::convert::c_string(&s.as_bytes()).to_vec()),
+            Value::Integer(i) => Some(i.to_string().into_bytes()),
+            Value::Number(n) => Some(lua_number(n).into_bytes()),
             _ => None,
         }
     };
     if let (Some(source), Some(line)) = (field("source"), field("line")) {
-        text.push_str(&format!(" script: {name}, on {source}:{line}."));
+        text.extend_from_slice(b" script: ");
+        text.extend_from_slice(name.as_bytes());
+        text.extend_from_slice(b", on ");
+        text.extend_from_slice(&source);
+        text.push(b':');
+        text.extend_from_slice(&line);
+        text.push(b'.');
     }
-    out.error(text.as_bytes());
+    out.error(&crate::convert::error_line(&text));
 }
 
 #[cfg(test)]

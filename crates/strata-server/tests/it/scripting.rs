@@ -744,6 +744,15 @@ fn functions_survive_a_restart() {
             c.cmd(&["FCALL", "myset", "1", "k", "v"]),
             Value::Simple(b"OK".to_vec())
         );
+        // A script's effects are logged (as one batch), not the script.
+        assert_eq!(
+            c.cmd(&[
+                "EVAL",
+                "redis.call('set', 'a', '1') redis.call('rpush', 'l', 'x', 'y') redis.call('incrby', 'n', 5) redis.call('expire', 'a', 1000) return redis.call('del', 'gone')",
+                "0",
+            ]),
+            Value::Integer(0)
+        );
         c.send(&[b"SHUTDOWN"]);
         let status = server.wait_exit(Duration::from_secs(20)).expect("exited");
         assert!(status.success(), "{status}");
@@ -758,6 +767,10 @@ fn functions_survive_a_restart() {
         panic!("FUNCTION LIST is an array")
     };
     assert_eq!(libs.len(), 1);
+    assert_eq!(c.cmd(&["GET", "a"]), Value::Bulk(b"1".to_vec()));
+    assert_eq!(c.cmd(&["LLEN", "l"]), Value::Integer(2));
+    assert_eq!(c.cmd(&["GET", "n"]), Value::Bulk(b"5".to_vec()));
+    assert!(matches!(c.cmd(&["TTL", "a"]), Value::Integer(t) if t > 900));
     let info = c.cmd(&["INFO", "memory"]);
     let text = String::from_utf8_lossy(info.as_bytes().unwrap_or_default()).into_owned();
     for field in [
@@ -769,4 +782,28 @@ fn functions_survive_a_restart() {
     ] {
         assert!(text.contains(field), "INFO memory lacks {field}: {text}");
     }
+}
+
+#[test]
+fn interpreter_memory_is_bounded() {
+    let server = strata(&["--lua-memory-limit", "8mb"]);
+    let mut c = server.client();
+    let Value::Error(e) = c.cmd(&[
+        "EVAL",
+        "local t = {} for i = 1, 1e7 do t[i] = i end return #t",
+        "0",
+    ]) else {
+        panic!("a script past lua-memory-limit fails")
+    };
+    assert!(
+        String::from_utf8_lossy(&e).ends_with("not enough memory"),
+        "{}",
+        String::from_utf8_lossy(&e)
+    );
+    // The interpreters go on serving scripts.
+    assert_eq!(c.cmd(&["EVAL", "return 1", "0"]), Value::Integer(1));
+    assert_eq!(
+        c.cmd(&["EVAL", "return #string.rep('x', 1000)", "0"]),
+        Value::Integer(1000)
+    );
 }

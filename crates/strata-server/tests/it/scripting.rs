@@ -223,6 +223,44 @@ fn redis_call_matches_redis() {
 }
 
 #[test]
+fn application_scripts_match_redis() {
+    // A lock with expiry: take it if free, release it only with the right token.
+    let acquire =
+        "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0";
+    let release = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+    let ttl_set = "local t = redis.call('pttl', KEYS[1]) return {t > 0, t <= tonumber(ARGV[1])}";
+    // A fixed-window rate limiter.
+    let limiter = "local n = redis.call('incr', KEYS[1]) if n == 1 then redis.call('expire', KEYS[1], ARGV[2]) end \
+                   if n > tonumber(ARGV[1]) then return redis.error_reply('RATELIMITED too many calls') end return n";
+    // A reliable queue move.
+    let take = "local v = redis.call('rpoplpush', KEYS[1], KEYS[2]) if not v then return false end \
+                redis.call('hincrby', KEYS[3], v, 1) return {v, redis.call('llen', KEYS[1]), redis.call('llen', KEYS[2])}";
+    let script: &[&[&str]] = &[
+        &["EVAL", acquire, "1", "lock", "token1", "10000"],
+        &["EVAL", acquire, "1", "lock", "token2", "10000"],
+        &["EVAL", ttl_set, "1", "lock", "10000"],
+        &["EVAL", release, "1", "lock", "token2"],
+        &["EVAL", release, "1", "lock", "token1"],
+        &["EXISTS", "lock"],
+        &["EVAL", acquire, "1", "lock", "token2", "abc"],
+        &["EVAL", limiter, "1", "rl", "3", "60"],
+        &["EVAL", limiter, "1", "rl", "3", "60"],
+        &["EVAL", limiter, "1", "rl", "3", "60"],
+        &["EVAL", limiter, "1", "rl", "3", "60"],
+        &["EVAL", limiter, "1", "rl", "3", "60"],
+        &["TTL", "rl"],
+        &["RPUSH", "q", "a", "b", "c"],
+        &["EVAL", take, "3", "q", "processing", "attempts"],
+        &["EVAL", take, "3", "q", "processing", "attempts"],
+        &["EVAL", take, "3", "q", "processing", "attempts"],
+        &["EVAL", take, "3", "q", "processing", "attempts"],
+        &["HGETALL", "attempts"],
+        &["EVAL", take, "3", "attempts", "processing", "q"],
+    ];
+    compare(script);
+}
+
+#[test]
 fn resp3_conversions_match_redis() {
     let script: &[&[&str]] = &[
         &["HELLO", "3"],

@@ -315,6 +315,12 @@ impl Scripting {
     }
 
     fn give_back(&self, vm: Vm, generation: u64) {
+        // A script that ran near the bound (or failed on it) leaves garbage the next
+        // one would pay for.
+        let limit = self.memory_limit.load(Ordering::Relaxed);
+        if limit > 0 && vm.used_memory() > limit / 2 {
+            vm.collect_garbage();
+        }
         let memory = vm.used_memory();
         match vm.kind() {
             Kind::Eval => {

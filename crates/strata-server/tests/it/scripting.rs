@@ -610,6 +610,17 @@ fn read_modify_write_scripts_are_atomic() {
                     redis.call('set', KEYS[1], a - 1) \
                     redis.call('set', KEYS[2], tonumber(redis.call('get', KEYS[2]) or '0') + 1) \
                     return a";
+    let mut setup = server.client();
+    assert_eq!(
+        setup.cmd(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=counter\nredis.register_function('bump', function(keys) \
+             local v = tonumber(redis.call('get', keys[1]) or '0') \
+             redis.call('set', keys[1], v + 1) return v + 1 end)",
+        ]),
+        Value::Bulk(b"counter".to_vec())
+    );
     let threads: Vec<_> = (0..CLIENTS)
         .map(|i| {
             let port = server.port;
@@ -627,6 +638,10 @@ fn read_modify_write_scripts_are_atomic() {
                     ));
                     assert!(matches!(
                         c.cmd(&["EVAL", &undeclared, "0"]),
+                        Value::Integer(_)
+                    ));
+                    assert!(matches!(
+                        c.cmd(&["FCALL", "bump", "1", "total3"]),
                         Value::Integer(_)
                     ));
                     let (a, b) = if (i + r) % 2 == 0 {
@@ -668,6 +683,10 @@ fn read_modify_write_scripts_are_atomic() {
     );
     assert_eq!(
         call(&mut probe, &["GET", "total2"]),
+        Value::Bulk(total.clone().into())
+    );
+    assert_eq!(
+        call(&mut probe, &["GET", "total3"]),
         Value::Bulk(total.into())
     );
 }

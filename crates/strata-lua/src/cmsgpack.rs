@@ -168,15 +168,21 @@ fn encode(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
     Ok(())
 }
 
+/// How deep unpacked arrays and maps may nest (Redis runs out of Lua stack
+/// around there; here the bound keeps the recursion's own stack small).
+const MAX_UNPACK_DEPTH: usize = 1000;
+
 /// Why decoding stopped.
 enum Bad {
     Eof,
     Format,
+    Deep,
 }
 
 struct Cursor<'a> {
     data: &'a [u8],
     pos: usize,
+    depth: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -260,6 +266,10 @@ impl<'a> Cursor<'a> {
     }
 
     fn list(&mut self, lua: &Lua, n: usize) -> Result<mlua::Result<Value>, Bad> {
+        self.depth += 1;
+        if self.depth > MAX_UNPACK_DEPTH {
+            return Err(Bad::Deep);
+        }
         let t = match lua.create_table() {
             Ok(t) => t,
             Err(e) => return Ok(Err(e)),
@@ -273,10 +283,15 @@ impl<'a> Cursor<'a> {
                 return Ok(Err(e));
             }
         }
+        self.depth -= 1;
         Ok(Ok(Value::Table(t)))
     }
 
     fn map(&mut self, lua: &Lua, n: usize) -> Result<mlua::Result<Value>, Bad> {
+        self.depth += 1;
+        if self.depth > MAX_UNPACK_DEPTH {
+            return Err(Bad::Deep);
+        }
         let t = match lua.create_table() {
             Ok(t) => t,
             Err(e) => return Ok(Err(e)),
@@ -295,6 +310,7 @@ impl<'a> Cursor<'a> {
                 return Ok(Err(e));
             }
         }
+        self.depth -= 1;
         Ok(Ok(Value::Table(t)))
     }
 }
@@ -323,6 +339,7 @@ fn unpack_full(lua: &Lua, data: &[u8], limit: i64, offset: i64) -> mlua::Result<
     let mut c = Cursor {
         data,
         pos: offset as usize,
+        depth: 0,
     };
     let mut values = Vec::new();
     let mut count = 0;
@@ -331,6 +348,12 @@ fn unpack_full(lua: &Lua, data: &[u8], limit: i64, offset: i64) -> mlua::Result<
             Ok(v) => values.push(v?),
             Err(Bad::Eof) => return Err(raise(lua, "Missing bytes in input.")),
             Err(Bad::Format) => return Err(raise(lua, "Bad data format in input.")),
+            Err(Bad::Deep) => {
+                return Err(raise(
+                    lua,
+                    "stack overflow (in function mp_decode_to_lua_array)",
+                ));
+            }
         }
         count += 1;
     }

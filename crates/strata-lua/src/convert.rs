@@ -18,9 +18,11 @@
 use mlua::{Lua, Table, Value};
 use strata_resp::{Protocol, ReplyWriter};
 
-/// How deep a returned table may nest before the rest is replaced by an error, as
-/// Redis runs out of Lua stack ("reached lua stack limit").
-const MAX_DEPTH: usize = 1000;
+/// How deep a returned value may nest before the rest is replaced by an error, as
+/// Redis runs out of Lua stack ("reached lua stack limit"): Redis 7.0 writes tables
+/// down to depth 7994 and fails on the next. (mlua's own reference stack runs out a
+/// few levels earlier, which ends the reply the same way.)
+const MAX_DEPTH: usize = 7994;
 
 /// Turns an error reply's text into the `err` field of a Lua error table, as Redis's
 /// `luaPushErrorBuff` does: the text after a leading `-`, its first word as the code
@@ -363,7 +365,16 @@ fn write_table(out: &mut ReplyWriter<'_>, t: &Table, resp3: bool, depth: usize) 
     let header = out.deferred(strata_resp::reply::Aggregate::Array);
     let mut n = 0;
     loop {
-        let v = t.raw_get::<Value>(n + 1).unwrap_or(Value::Nil);
+        // Reading fails only when the interpreter's stack is exhausted by the
+        // nesting, which is where Redis stops too.
+        let v = match t.raw_get::<Value>(n + 1) {
+            Ok(v) => v,
+            Err(_) => {
+                out.error(b"ERR reached lua stack limit");
+                n += 1;
+                break;
+            }
+        };
         if v.is_nil() {
             break;
         }

@@ -234,7 +234,7 @@ fn unpack(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
         None | Some(Value::Nil) => 1.0,
         Some(_) => check_number(lua, &args, 2, "unpack")?,
     };
-    if start < 1.0 {
+    if start.is_nan() || start < 1.0 {
         return Err(raise(
             lua,
             "bad argument #3 to 'unpack' (offset must be 1 or greater)",
@@ -253,7 +253,7 @@ fn unpack(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     let mut results: Vec<Value> = Vec::new();
     while let Some(opt) = fmt.next() {
         let mut size = optsize(lua, opt, &mut fmt)?;
-        pos += to_align(pos, &h, opt, size);
+        pos = pos.saturating_add(to_align(pos, &h, opt, size));
         if size > ld || pos > ld - size {
             return Err(short());
         }

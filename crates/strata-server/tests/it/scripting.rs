@@ -388,6 +388,14 @@ fn libraries_match_redis() {
         "return {struct.unpack('c2c1', 'xyz')}",
         "return struct.pack('q', 1)",
         "return struct.pack('X', 1)",
+        // Nesting as deep as the libraries allow, and past it.
+        "local t = {} local c = t for i = 1, 999 do c[1] = {} c = c[1] end return #cjson.encode(t)",
+        "local t = {} local c = t for i = 1, 1200 do c[1] = {} c = c[1] end return cjson.encode(t)",
+        "return type(cjson.decode(string.rep('[', 999) .. string.rep(']', 999)))",
+        "return cjson.decode(string.rep('[', 1001) .. string.rep(']', 1001))",
+        "return cmsgpack.unpack(string.rep(string.char(0x91), 100000) .. string.char(1))",
+        "local t = {} local c = t for i = 1, 20 do c[1] = {} c = c[1] end return #cmsgpack.pack(t)",
+        "local t = {} local c = t for i = 1, 50 do c[1] = {} c = c[1] end return t",
     ];
     let script: Vec<Vec<&str>> = scripts.iter().map(|s| eval0(s)).collect();
     let refs: Vec<&[&str]> = script.iter().map(Vec::as_slice).collect();

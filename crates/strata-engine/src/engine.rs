@@ -276,12 +276,32 @@ impl Engine {
         Iter { keys: self.keys() }
     }
 
+    /// How many keys the index holds per key prefix of `len` bytes (a shorter key
+    /// counts under itself), expired keys not yet removed included: one pass over
+    /// the index, so that a loader can size its tables before
+    /// [`Engine::for_each_live`].
+    pub fn count_by_prefix(&self, len: usize) -> HashMap<Vec<u8>, u64> {
+        let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
+        self.inner.index.for_each_head(&mut |key, _| {
+            let prefix = key.get(..len).unwrap_or(key);
+            match counts.get_mut(prefix) {
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(prefix.to_vec(), 1);
+                }
+            }
+        });
+        counts
+    }
+
     /// Calls `f` with every live key, its value and its expiry, reading the
     /// segments sequentially on up to `threads` threads (one segment per thread at
     /// a time) instead of one read per key as [`Engine::iter`] does: the way to
-    /// load a whole store. Keys whose value is a chain of merge operands are
-    /// built with the merge operator after the scan. `f` runs on several threads
-    /// at once, in no particular order of keys.
+    /// load a whole store. A first pass over the index lists, per segment, the
+    /// offsets of the records that hold live values, so the scan recognises them
+    /// by position without a lookup per record. Keys whose value is a chain of
+    /// merge operands are built with the merge operator after the scan. `f` runs
+    /// on several threads at once, in no particular order of keys.
     ///
     /// Keys written during the call may be passed with an older value, or not at
     /// all; it is meant for a store nobody writes meanwhile. A damaged record stops
@@ -293,35 +313,57 @@ impl Engine {
         let inner = &*self.inner;
         // Buffered records are scanned too.
         inner.log.flush()?;
-        let segments: Vec<SegmentId> = inner.log.segments().iter().map(|s| s.id).collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
         let now = inner.clock.now_ms();
-        let chained = Mutex::new(Vec::new());
+        // Per segment: (offset, expiry) of each live full value, in log order.
+        let mut plan: HashMap<SegmentId, Vec<(u32, u64)>> = HashMap::new();
+        let mut chained = Vec::new();
+        inner.index.for_each_head(&mut |key, head| {
+            if head.expires_at != 0 && head.expires_at <= now {
+                return;
+            }
+            if head.chained {
+                chained.push(key.to_vec());
+            } else {
+                plan.entry(head.first.segment)
+                    .or_default()
+                    .push((head.first.offset, head.expires_at));
+            }
+        });
+        let mut work_list: Vec<(SegmentId, Vec<(u32, u64)>)> = plan.into_iter().collect();
+        // Biggest first, so that no thread is left with a big segment at the end.
+        work_list.sort_unstable_by_key(|(_, wanted)| std::cmp::Reverse(wanted.len()));
+        let queue = Mutex::new(work_list);
+        let chained = Mutex::new(chained);
         let first_error = Mutex::new(None);
         let work = || {
             let mut later = Vec::new();
             loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&id) = segments.get(i) else { break };
+                let Some((id, mut wanted)) = queue.lock().pop() else {
+                    break;
+                };
                 if first_error.lock().is_some() {
                     break;
                 }
+                wanted.sort_unstable_by_key(|&(offset, _)| offset);
+                let mut next = wanted.iter().peekable();
                 let result = inner.log.scan_segment(id, &mut |location, record, _raw| {
-                    if record.header.kind == Kind::Delete {
-                        return Ok(());
-                    }
-                    let Some(head) = inner.index.head(record.key) else {
+                    while next
+                        .next_if(|&&(offset, _)| offset < location.offset)
+                        .is_some()
+                    {}
+                    let Some(&(_, expires_at)) = next.next_if(|&&(o, _)| o == location.offset)
+                    else {
                         return Ok(());
                     };
-                    if head.first != location || (head.expires_at != 0 && head.expires_at <= now) {
-                        return Ok(());
-                    }
-                    if head.chained || record.header.kind != Kind::Put {
+                    if record.header.kind != Kind::Put {
                         later.push(record.key.to_vec());
                         return Ok(());
                     }
-                    let expiry = (head.expires_at != 0).then_some(head.expires_at);
-                    f(record.key, record.value, expiry)
+                    f(
+                        record.key,
+                        record.value,
+                        (expires_at != 0).then_some(expires_at),
+                    )
                 });
                 if let Err(e) = result {
                     first_error.lock().get_or_insert(e);
@@ -331,7 +373,7 @@ impl Engine {
             chained.lock().append(&mut later);
         };
         std::thread::scope(|scope| {
-            for _ in 1..threads.clamp(1, segments.len().max(1)) {
+            for _ in 1..threads.max(1) {
                 scope.spawn(work);
             }
             work();

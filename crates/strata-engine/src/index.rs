@@ -161,6 +161,27 @@ pub trait Index: Send + Sync + fmt::Debug {
         self.get(key).and_then(|e| e.head())
     }
 
+    /// Calls `f` with every key that has an entry and its [`Head`] (expired keys
+    /// included): the plan for reading a whole store in log order.
+    ///
+    /// Like [`scan`](Index::scan), no consistency is promised for keys changed
+    /// meanwhile.
+    fn for_each_head(&self, f: &mut dyn FnMut(&[u8], Head)) {
+        let mut token = Vec::new();
+        loop {
+            let chunk = self.scan(&token);
+            for (key, entry) in &chunk.entries {
+                if let Some(head) = entry.head() {
+                    f(key, head);
+                }
+            }
+            match chunk.next {
+                Some(next) => token = next,
+                None => break,
+            }
+        }
+    }
+
     /// Applies a logged change; returns the record bytes it made dead
     /// (`None` if the key had no entry).
     fn apply(&self, key: &[u8], change: Change) -> Option<u64>;

@@ -135,6 +135,16 @@ impl Index for Keydir {
         self.shard(key).read().get(key).and_then(|e| e.head())
     }
 
+    fn for_each_head(&self, f: &mut dyn FnMut(&[u8], crate::index::Head)) {
+        for shard in &self.shards {
+            for (key, entry) in shard.read().iter() {
+                if let Some(head) = entry.head() {
+                    f(key.as_slice(), head);
+                }
+            }
+        }
+    }
+
     fn first_location(&self, key: &[u8]) -> Option<Location> {
         self.shard(key)
             .read()

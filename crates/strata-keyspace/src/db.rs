@@ -200,6 +200,11 @@ impl Db {
     }
 
     /// Number of keys, including expired ones not yet removed.
+    /// Makes room for `additional` more keys at once (see [`Dict::reserve`]).
+    pub fn reserve(&mut self, additional: usize) {
+        self.dict.reserve(additional);
+    }
+
     pub fn len(&self) -> usize {
         self.dict.len()
     }

@@ -411,6 +411,24 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         old.remove_tombstone(i)
     }
 
+    /// Makes room for `additional` more entries at once, so that a bulk load
+    /// (recovery) inserts into a table of its final size instead of doubling and
+    /// migrating step by step. A resize in progress is finished first.
+    pub fn reserve(&mut self, additional: usize) {
+        self.migrate_some(usize::MAX);
+        if !self.main.is_full_for(additional) {
+            return;
+        }
+        let capacity = ((self.len() + additional) * 2)
+            .next_power_of_two()
+            .max(MIN_CAPACITY);
+        let old = std::mem::replace(&mut self.main, Table::with_capacity(capacity));
+        for e in old.slots.into_vec().into_iter().flatten() {
+            let h = self.hasher.hash_one(e.key());
+            self.main.insert_new(h, e);
+        }
+    }
+
     /// Makes sure `main` can take one more entry, starting a resize if needed.
     fn reserve_one(&mut self) {
         if !self.main.is_full_for(1) {
@@ -671,6 +689,34 @@ mod tests {
         assert!(d.is_empty());
         while d.rehash_some(1000) {}
         assert!(d.main.capacity() <= MIN_CAPACITY);
+    }
+
+    #[test]
+    fn reserve_sizes_the_table_once_even_mid_resize() {
+        let mut d = dict();
+        // Past the synchronous limit: a resize may still be in progress.
+        for i in 0..700u32 {
+            put(&mut d, format!("k{i}").as_bytes(), i);
+        }
+        d.reserve(100_000);
+        assert!(d.old.is_none());
+        let capacity = d.main.capacity();
+        for i in 700..100_700u32 {
+            put(&mut d, format!("k{i}").as_bytes(), i);
+        }
+        assert_eq!(d.main.capacity(), capacity, "no resize after a reserve");
+        assert_eq!(d.len(), 100_700);
+        check_invariants(&d);
+        for i in (0..100_700u32).step_by(97) {
+            let k = format!("k{i}");
+            assert_eq!(
+                d.get(d.hash(k.as_bytes()), k.as_bytes()).map(|e| e.1),
+                Some(i)
+            );
+        }
+        // Reserving what already fits changes nothing.
+        d.reserve(10);
+        assert_eq!(d.main.capacity(), capacity);
     }
 
     #[test]

@@ -21,4 +21,4 @@ pub mod value;
 
 pub use reply::{Protocol, ReplyWriter, format_double};
 pub use request::{Args, Limits, Parsed, ProtocolError, RequestParser};
-pub use value::{DecodeError, Value, decode, encode_request};
+pub use value::{DecodeError, Frame, Value, decode, encode_request, scan};

@@ -7,9 +7,13 @@
 //! [`decode`] reads one complete element from the front of a buffer, or reports that more
 //! bytes are needed; it re-reads from the start on each call, which suits tests rather
 //! than servers. Its [`Display`](std::fmt::Display) renders a value as `redis-cli` does.
+//! [`scan`] finds where a value ends and its type without building it, for a load
+//! generator that counts replies.
 //!
 //! Invariants:
-//! - [`decode`] never panics, whatever the input; it allocates only for bytes present in
+//! - [`decode`] and [`scan`] never panic, whatever the input; [`scan`] never allocates
+//!   and agrees with [`decode`] on every input (length, incompleteness, error) except
+//!   nesting deeper than [`MAX_DEPTH`], which only [`decode`] refuses. [`decode`] allocates only for bytes present in
 //!   the buffer (the capacity reserved from a declared count is bounded by the bytes
 //!   left), and nesting deeper than [`MAX_DEPTH`] is an error, so recursion is bounded.
 //! - `decode(encode(v)) == v` for every value, except a simple string holding `\r` or
@@ -138,6 +142,52 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, DecodeError> {
             }
         }
     }
+}
+
+/// Where one value ends, found without building it: what a load generator needs to
+/// count replies without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// The bytes the value takes at the front of the buffer.
+    pub len: usize,
+    /// The first byte of the value, its type: `b'-'` or `b'!'` for an error, `b'|'`
+    /// for a value with attributes.
+    pub kind: u8,
+}
+
+impl Frame {
+    /// Whether the value is an error.
+    pub fn is_error(&self) -> bool {
+        matches!(self.kind, b'-' | b'!')
+    }
+
+    /// Whether the value is a null (`$-1`, `*-1` or `_`), given the frame's bytes.
+    pub fn is_null(&self, bytes: &[u8]) -> bool {
+        matches!(
+            bytes.get(..self.len),
+            Some(b"$-1\r\n" | b"*-1\r\n" | b"_\r\n")
+        )
+    }
+}
+
+/// Measures one value at the front of `buf` as [`decode`] would read it, without
+/// allocating: `Ok(Some(frame))` with the same length [`decode`] consumes, `Ok(None)`
+/// if the value is incomplete, or the error [`decode`] reports. It keeps no stack (a
+/// count of elements still due is enough), so unlike [`decode`] it has no nesting
+/// limit.
+pub fn scan(buf: &[u8]) -> Result<Option<Frame>, DecodeError> {
+    let kind = *more!(buf.first());
+    let mut reader = Reader { buf, pos: 0 };
+    // Elements still to read before the value is complete.
+    let mut due: usize = 1;
+    while due > 0 {
+        let opened = more!(reader.skip_element()?);
+        due = (due - 1).saturating_add(opened);
+    }
+    Ok(Some(Frame {
+        len: reader.pos,
+        kind,
+    }))
 }
 
 /// Appends a request as a client sends it: a multibulk array of bulk strings.
@@ -313,6 +363,66 @@ impl Reader<'_> {
             other => return Err(DecodeError::UnknownType(other)),
         };
         Ok(Some(Element::Done(value)))
+    }
+
+    /// Reads one element as [`Reader::element`] does, checking it the same way but
+    /// keeping nothing: `Some(n)` where `n` is the number of elements an aggregate
+    /// header opens (0 for a complete element).
+    fn skip_element(&mut self) -> Result<Option<usize>, DecodeError> {
+        let kind = *more!(self.buf.get(self.pos));
+        self.pos += 1;
+        let opened = match kind {
+            b'+' | b'-' | b'(' => {
+                more!(self.line()?);
+                0
+            }
+            b':' => {
+                parse_i64(more!(self.line()?)).ok_or(DecodeError::InvalidInteger)?;
+                0
+            }
+            b'$' => {
+                if let Some(len) = more!(self.length()?) {
+                    more!(self.blob(len)?);
+                }
+                0
+            }
+            b'!' => {
+                let len = more!(self.length()?).ok_or(DecodeError::InvalidLength)?;
+                more!(self.blob(len)?);
+                0
+            }
+            b'=' => {
+                let len = more!(self.length()?).ok_or(DecodeError::InvalidLength)?;
+                match more!(self.blob(len)?) {
+                    [_, _, _, b':', ..] => 0,
+                    _ => return Err(DecodeError::InvalidVerbatim),
+                }
+            }
+            b'_' => match more!(self.line()?) {
+                [] => 0,
+                _ => return Err(DecodeError::InvalidNull),
+            },
+            b',' => {
+                parse_double(more!(self.line()?))?;
+                0
+            }
+            b'#' => match more!(self.line()?) {
+                b"t" | b"f" => 0,
+                _ => return Err(DecodeError::InvalidBoolean),
+            },
+            b'*' => more!(self.length()?).unwrap_or(0),
+            b'~' | b'>' => more!(self.length()?).ok_or(DecodeError::InvalidLength)?,
+            b'%' => more!(self.length()?)
+                .ok_or(DecodeError::InvalidLength)?
+                .saturating_mul(2),
+            // The attribute pairs and then the value they describe.
+            b'|' => more!(self.length()?)
+                .ok_or(DecodeError::InvalidLength)?
+                .saturating_mul(2)
+                .saturating_add(1),
+            other => return Err(DecodeError::UnknownType(other)),
+        };
+        Ok(Some(opened))
     }
 
     /// The rest of the current line, up to `\r\n`, which is consumed.
@@ -801,6 +911,61 @@ mod tests {
         for (input, error) in cases {
             assert_eq!(decode(input), Err(*error), "{}", input.escape_ascii());
         }
+    }
+
+    #[test]
+    fn scan_agrees_with_decode() {
+        let inputs: &[&[u8]] = &[
+            b"+OK\r\n",
+            b"-ERR no\r\n",
+            b":-5\r\n",
+            b"$3\r\nfoo\r\n",
+            b"$-1\r\n",
+            b"*-1\r\n",
+            b"*0\r\n",
+            b"*2\r\n:1\r\n*1\r\n$1\r\na\r\n",
+            b"%1\r\n+k\r\n:1\r\n",
+            b"|1\r\n+ttl\r\n:3\r\n$1\r\nv\r\n",
+            b"|0\r\n:1\r\n",
+            b"=8\r\ntxt:abcd\r\n",
+            b"~0\r\n>1\r\n+m\r\n",
+            b"!3\r\nE\r\n\r\n",
+            b"_\r\n#t\r\n,1.5\r\n(12\r\n",
+            b"?\r\n",
+            b"+OK\n",
+            b"$3\r\nfooXY",
+            b"$01\r\n",
+            b":1.5\r\n",
+            b",x\r\n",
+            b"#x\r\n",
+            b"_x\r\n",
+            b"=3\r\ntxt\r\n",
+            b"*2147483647\r\n:1\r\n",
+        ];
+        for input in inputs {
+            for end in 0..=input.len() {
+                let part = &input[..end];
+                let decoded = decode(part).map(|d| d.map(|(_, n)| n));
+                let scanned = scan(part).map(|f| f.map(|f| f.len));
+                assert_eq!(scanned, decoded, "{}", part.escape_ascii());
+            }
+        }
+    }
+
+    #[test]
+    fn scan_reports_kind_and_nulls() {
+        let frame = scan(b"-ERR x\r\n+OK\r\n").unwrap().unwrap();
+        assert_eq!(frame.len, 8);
+        assert!(frame.is_error());
+        let frame = scan(b"$-1\r\n").unwrap().unwrap();
+        assert!(!frame.is_error() && frame.is_null(b"$-1\r\n"));
+        let frame = scan(b"$2\r\nab\r\n").unwrap().unwrap();
+        assert_eq!(frame.kind, b'$');
+        assert!(!frame.is_null(b"$2\r\nab\r\n"));
+        // No nesting limit: a stack of counts is not needed.
+        let mut deep = b"*1\r\n".repeat(MAX_DEPTH * 4);
+        deep.extend_from_slice(b":1\r\n");
+        assert_eq!(scan(&deep).unwrap().unwrap().len, deep.len());
     }
 
     #[test]

@@ -399,10 +399,19 @@ fn for_each_live_sees_exactly_what_iteration_sees() {
     assert!(!want.iter().any(|(k, _, _)| k == b"gone"));
     assert_eq!(scanned(&engine, 1), want);
     assert_eq!(scanned(&engine, 4), want);
+    // Counting by prefix sees every key with an entry, the expired one included.
+    let counts = engine.count_by_prefix(2);
+    assert_eq!(counts.get(&b"st"[..]), Some(&1));
+    assert_eq!(counts.get(&b"go"[..]), Some(&1));
+    assert_eq!(counts.values().sum::<u64>(), want.len() as u64 + 1);
     // After a reopen (hints) and after a compaction, the same.
     engine.close().unwrap();
     let engine = Engine::open(dir.path(), options).unwrap();
     assert_eq!(scanned(&engine, 3), want);
     engine.compact().unwrap();
     assert_eq!(scanned(&engine, 2), want);
+    // Compaction dropped the expired key: the counts are the live keys.
+    let counts = engine.count_by_prefix(2);
+    assert_eq!(counts.get(&b"go"[..]), None);
+    assert_eq!(counts.values().sum::<u64>(), want.len() as u64);
 }

@@ -5,7 +5,8 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use strata_resp::inline::{encode_inline, quote_arg, split_args};
 use strata_resp::{
-    Limits, Parsed, ProtocolError, RequestParser, Value, decode, encode_request, format_double,
+    DecodeError, Limits, Parsed, ProtocolError, RequestParser, Value, decode, encode_request,
+    format_double, scan,
 };
 
 /// A request as it goes on the wire, and the arguments it should parse to (none for a
@@ -243,6 +244,29 @@ proptest! {
             let (again, used) = decode(&encoded).unwrap().unwrap();
             prop_assert_eq!(used, encoded.len());
             prop_assert_eq!(again.to_bytes(), encoded);
+        }
+    }
+
+    /// The allocation-free scanner agrees with the decoder on any bytes: the same
+    /// length, the same incompleteness, the same error (nesting limit aside).
+    #[test]
+    fn scan_agrees_with_decode(bytes in prop_oneof![protocol_noise(), vec(any::<u8>(), 0..256)]) {
+        let decoded = decode(&bytes).map(|d| d.map(|(_, n)| n));
+        if decoded != Err(DecodeError::TooDeep) {
+            prop_assert_eq!(scan(&bytes).map(|f| f.map(|f| f.len)), decoded);
+        }
+    }
+
+    /// The scanner measures every encoded value exactly, and finds every strict prefix
+    /// incomplete.
+    #[test]
+    fn scan_measures_encoded_values(value in value()) {
+        let encoded = value.to_bytes();
+        let frame = scan(&encoded).unwrap().unwrap();
+        prop_assert_eq!(frame.len, encoded.len());
+        prop_assert_eq!(frame.is_error(), value.is_error());
+        for end in 0..encoded.len() {
+            prop_assert_eq!(scan(&encoded[..end]), Ok(None));
         }
     }
 

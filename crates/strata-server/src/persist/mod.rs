@@ -368,6 +368,21 @@ impl Persistence {
         let started = Instant::now();
         let (keys, bytes, dead) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
         let damaged: Mutex<Option<String>> = Mutex::new(None);
+        // Size every database's tables for what it is about to receive (keys
+        // spread evenly over the shards), instead of growing them step by step.
+        let shards = ks.num_shards();
+        for (prefix, count) in engine.count_by_prefix(4) {
+            let Some(ns) = prefix.first_chunk::<4>().map(|p| u32::from_be_bytes(*p)) else {
+                continue;
+            };
+            let Some(db) = map.db_of(ns).filter(|_| ns != META) else {
+                continue;
+            };
+            let per_shard = (count as usize / shards) + (count as usize / shards / 16) + 16;
+            for shard in 0..shards {
+                ks.lock(shard).db(db).reserve(per_shard);
+            }
+        }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let scanned = engine.for_each_live(threads, |key, value, expiry| {
             let Some((ns, user_key)) = key.split_first_chunk::<4>() else {

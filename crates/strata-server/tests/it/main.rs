@@ -5,6 +5,7 @@ mod pairwise;
 mod support;
 
 mod basics;
+mod benchmark;
 mod blocking;
 mod client_control;
 mod clients;

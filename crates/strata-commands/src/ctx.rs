@@ -97,11 +97,79 @@ impl<'a> Keys<'a> {
         self.read_logging_flag();
     }
 
-    /// Refreshes `logging` from the server's switch; call with a shard held.
-    fn read_logging_flag(&mut self) {
+    /// Refreshes `logging` from the server's switch; call with a shard held, or
+    /// after a change made outside the keyspace (FUNCTION LOAD) that the store
+    /// opening later reads as it is.
+    pub fn read_logging_flag(&mut self) {
         if let Some(flag) = self.logging_flag {
             self.logging = flag.load(Ordering::Acquire);
         }
+    }
+
+    /// [`Keys::lock_keys`] for a time when a script may hold shards for long: waits
+    /// for each shard in short slices and gives up, holding nothing, as soon as
+    /// `give_up` says so (the script passed `busy-reply-threshold`: the command must
+    /// be refused with BUSY, as Redis refuses it).
+    pub fn lock_keys_unless<'k>(
+        &mut self,
+        keys: impl Iterator<Item = &'k [u8]>,
+        give_up: &dyn Fn() -> bool,
+    ) -> bool {
+        debug_assert!(self.guards.is_empty());
+        let mut shards: SmallVec<[usize; 8]> = keys.map(|k| self.ks.shard_of(k)).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        for s in shards {
+            loop {
+                if let Some(g) = self.ks.try_lock_for(s, std::time::Duration::from_millis(5)) {
+                    self.guards.push((s, g));
+                    break;
+                }
+                if give_up() {
+                    self.guards.clear();
+                    return false;
+                }
+            }
+        }
+        self.read_logging_flag();
+        true
+    }
+
+    /// Adds shard `idx` to those held while others are held (a script reaching a key
+    /// it did not declare). A shard above every held one is waited for, which keeps
+    /// the ascending lock order; one below is only tried for up to `wait`, since
+    /// waiting for it could deadlock. Returns whether the shard is held.
+    pub fn acquire(&mut self, idx: usize, wait: std::time::Duration) -> bool {
+        if self.all {
+            return true;
+        }
+        let pos = match self.guards.binary_search_by_key(&idx, |g| g.0) {
+            Ok(_) => return true,
+            Err(pos) => pos,
+        };
+        let guard = if pos == self.guards.len() {
+            self.ks.lock(idx)
+        } else {
+            match self.ks.try_lock_for(idx, wait) {
+                Some(g) => g,
+                None => return false,
+            }
+        };
+        self.guards.insert(pos, (idx, guard));
+        self.all = self.guards.len() == self.ks.num_shards();
+        self.read_logging_flag();
+        true
+    }
+
+    /// [`Keys::acquire`] for every shard. Returns whether all are held.
+    pub fn acquire_all(&mut self, wait: std::time::Duration) -> bool {
+        for s in 0..self.ks.num_shards() {
+            if !self.acquire(s, wait) {
+                return false;
+            }
+        }
+        self.all = true;
+        true
     }
 
     /// Locks every shard (commands that touch the whole keyspace atomically).

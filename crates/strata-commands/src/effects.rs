@@ -53,6 +53,8 @@ pub enum RecordKind {
     FlushAll,
     /// Databases `db` and `other` trade contents (SWAPDB).
     SwapDb { other: usize },
+    /// The FUNCTION libraries are now these (a FUNCTION DUMP payload).
+    Functions { payload: Vec<u8> },
 }
 
 /// The first byte of an operation.

@@ -201,6 +201,11 @@ fn dispatch(
             b"ERR Replica can't interact with the keyspace",
         );
     }
+    if !cmd.flags.contains(Flags::ALLOW_BUSY)
+        && let Some(busy) = server.scripting().and_then(|s| s.busy_error())
+    {
+        return reject(ks, conn, out, Some(cmd), busy.as_bytes());
+    }
     if conn.multi.is_some() && !runs_in_multi(cmd) {
         if cmd.flags.contains(Flags::NO_MULTI) {
             return reject(
@@ -298,7 +303,10 @@ pub fn run(
         .no_touch
         .load(std::sync::atomic::Ordering::Relaxed)
         && cmd.name != "touch";
-    lock_for(&mut keys, cmd, argv);
+    if let Err(busy) = lock_for(server, &mut keys, cmd, argv) {
+        ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
+        return Outcome::rejected(Some(cmd));
+    }
     let proto = conn.proto;
     let start = out.len();
     let mut ctx = Ctx {
@@ -401,23 +409,46 @@ pub fn remember_reads(ctx: &mut Ctx, cmd: &Command, argv: &[&[u8]]) {
     );
 }
 
-/// Locks the shards of the command's keys before it runs.
-fn lock_for(keys: &mut Keys<'_>, cmd: &Command, argv: &[&[u8]]) {
+/// Locks the shards of the command's keys before it runs. A script may hold those
+/// shards for long: the wait then gives up with the BUSY error once the script passes
+/// `busy-reply-threshold` (unless the command may run then), as Redis answers BUSY
+/// to the commands that arrive while a script is past it. (A script may have taken
+/// the shards just before registering as running, so the wait is always one that
+/// can give up.)
+fn lock_for(
+    server: &dyn Server,
+    keys: &mut Keys<'_>,
+    cmd: &Command,
+    argv: &[&[u8]],
+) -> Result<(), &'static str> {
+    let scripting = server
+        .scripting()
+        .filter(|_| !cmd.flags.contains(Flags::ALLOW_BUSY));
+    let give_up = || scripting.is_some_and(|s| s.busy_error().is_some());
     // The common case, one key at a fixed position, without building a list.
-    if let [spec] = cmd.key_specs
+    let locked = if let [spec] = cmd.key_specs
         && let (BeginSearch::Index(i), FindKeys::Range { last_key: 0, .. }) =
             (spec.begin, spec.find)
         && cmd.getkeys.is_none()
         && !spec.flags.contains(crate::spec::KeyFlags::NOT_KEY)
     {
-        if let Some(key) = argv.get(i as usize) {
-            keys.lock_keys(std::iter::once(*key));
+        match argv.get(i as usize) {
+            Some(key) => keys.lock_keys_unless(std::iter::once(*key), &give_up),
+            None => true,
         }
-        return;
+    } else if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {
+        true
+    } else {
+        let positions: SmallVec<[usize; 8]> = key_positions(cmd, argv).into_iter().collect();
+        keys.lock_keys_unless(
+            positions.iter().filter_map(|&i| argv.get(i).copied()),
+            &give_up,
+        )
+    };
+    match locked {
+        true => Ok(()),
+        false => Err(scripting
+            .and_then(|s| s.busy_error())
+            .unwrap_or(crate::scripting::BUSY_EVAL)),
     }
-    if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {
-        return;
-    }
-    let positions: SmallVec<[usize; 8]> = key_positions(cmd, argv).into_iter().collect();
-    keys.lock_keys(positions.iter().filter_map(|&i| argv.get(i).copied()));
 }

@@ -24,6 +24,7 @@ pub mod monitor;
 pub mod notify;
 pub mod parse;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod spec;
 pub mod table;

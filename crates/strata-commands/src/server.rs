@@ -145,6 +145,17 @@ pub trait Server: Send + Sync {
     /// CLIENT UNPAUSE.
     fn unpause_clients(&self) {}
 
+    /// The scripting engine (EVAL, FUNCTION), if the server has one.
+    fn scripting(&self) -> Option<&crate::scripting::Scripting> {
+        None
+    }
+
+    /// Runs `f`, a script that may run for long, so that the server goes on serving
+    /// other clients on other threads meanwhile.
+    fn run_long(&self, f: &mut dyn FnMut()) {
+        f()
+    }
+
     /// CLIENT UNBLOCK: ends the wait of a client blocked in a command, as on timeout or
     /// with an error; false if that client is not blocked.
     fn unblock_client(&self, _id: u64, _with_error: bool) -> bool {

@@ -154,6 +154,15 @@ impl Keyspace {
         self.shards[shard].0.lock()
     }
 
+    /// Locks a shard unless another holder keeps it for longer than `wait`.
+    pub fn try_lock_for(
+        &self,
+        shard: usize,
+        wait: std::time::Duration,
+    ) -> Option<MutexGuard<'_, Shard>> {
+        self.shards[shard].0.try_lock_for(wait)
+    }
+
     /// Locks every shard, in index order.
     pub fn lock_all(&self) -> Vec<MutexGuard<'_, Shard>> {
         self.shards.iter().map(|s| s.0.lock()).collect()

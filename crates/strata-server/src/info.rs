@@ -256,6 +256,7 @@ fn memory(state: &ServerState, out: &mut String) {
     let total = total_system_memory();
     field!(out, "total_system_memory", "{total}");
     field!(out, "total_system_memory_human", "{}", human_bytes(total));
+    scripting_memory(state, out);
     field!(out, "maxmemory", "{}", cfg.maxmemory);
     field!(out, "maxmemory_human", "{}", human_bytes(cfg.maxmemory));
     field!(out, "maxmemory_policy", "{}", cfg.maxmemory_policy.name());
@@ -267,6 +268,50 @@ fn memory(state: &ServerState, out: &mut String) {
     field!(out, "mem_fragmentation_ratio", "{frag:.2}");
     field!(out, "mem_allocator", "{}", crate::memory::ALLOCATOR);
     field!(out, "lazyfree_pending_objects", "0");
+}
+
+/// The scripting figures of INFO memory, in Redis 7.0's names and order: the Lua
+/// interpreters' memory (EVAL and FUNCTION ones), the cached scripts and the
+/// function libraries.
+fn scripting_memory(state: &ServerState, out: &mut String) {
+    let engine = &state.scripting;
+    let (vm_eval, vm_functions) = engine.vm_memory();
+    let scripts_eval = engine.scripts_memory();
+    let (functions, libraries, functions_memory) = {
+        let libs = engine.libraries.read();
+        let bytes: usize = libs.libs.values().map(|l| l.code.len() + 64).sum();
+        (libs.function_count(), libs.libs.len(), bytes)
+    };
+    field!(out, "used_memory_lua", "{vm_eval}");
+    field!(out, "used_memory_vm_eval", "{vm_eval}");
+    field!(
+        out,
+        "used_memory_lua_human",
+        "{}",
+        human_bytes(vm_eval as u64)
+    );
+    field!(out, "used_memory_scripts_eval", "{scripts_eval}");
+    field!(out, "number_of_cached_scripts", "{}", engine.script_count());
+    field!(out, "number_of_functions", "{functions}");
+    field!(out, "number_of_libraries", "{libraries}");
+    field!(out, "used_memory_vm_functions", "{vm_functions}");
+    let vm_total = vm_eval + vm_functions;
+    field!(out, "used_memory_vm_total", "{vm_total}");
+    field!(
+        out,
+        "used_memory_vm_total_human",
+        "{}",
+        human_bytes(vm_total as u64)
+    );
+    field!(out, "used_memory_functions", "{functions_memory}");
+    let scripts = scripts_eval + functions_memory;
+    field!(out, "used_memory_scripts", "{scripts}");
+    field!(
+        out,
+        "used_memory_scripts_human",
+        "{}",
+        human_bytes(scripts as u64)
+    );
 }
 
 fn persistence(state: &ServerState, out: &mut String) {

@@ -31,6 +31,11 @@ pub use state::ServerState;
 /// How long shutdown waits for connections to finish their replies.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The stack of each worker thread. Scripts run on the workers, and the script
+/// libraries recurse as deep as Redis's allow (cjson nests 1000 levels): 2 MiB, the
+/// default, is not enough for that; the memory is only reserved, not used.
+const WORKER_STACK: usize = 64 << 20;
+
 /// Runs a server with this configuration until it is shut down (SIGINT, SIGTERM or
 /// SHUTDOWN). Returns an error if it cannot start.
 pub fn run(
@@ -42,6 +47,7 @@ pub fn run(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("strata-io")
+        .thread_stack_size(WORKER_STACK)
         .enable_all()
         .build()?;
     runtime.block_on(serve(config, source, on_loglevel))

@@ -61,6 +61,8 @@ pub struct ServerState {
     pub pause: crate::pause::Pause,
     /// ACL users and the ACL log.
     pub acl: strata_commands::acl::Acl,
+    /// EVAL scripts, FUNCTION libraries, the Lua interpreters, the running scripts.
+    pub scripting: strata_commands::scripting::Scripting,
 }
 
 pub fn unix_ms() -> u64 {
@@ -123,6 +125,7 @@ impl ServerState {
             pubsub: PubSub::new(),
             pause: Default::default(),
             acl,
+            scripting: Default::default(),
         })
         .with_settings_applied()
     }
@@ -137,6 +140,8 @@ impl ServerState {
             "requirepass",
             "acllog-max-len",
             "acl-pubsub-default",
+            "busy-reply-threshold",
+            "lua-memory-limit",
         ]);
         self
     }
@@ -187,6 +192,7 @@ impl ServerState {
     }
 
     pub fn begin_shutdown(&self) {
+        self.scripting.kill_all();
         self.shutdown_tx.send_replace(true);
     }
 
@@ -240,6 +246,14 @@ impl ServerState {
                         == crate::config::security::AclPubsubDefault::Allchannels,
                     Ordering::Relaxed,
                 ),
+                "busy-reply-threshold" => self
+                    .scripting
+                    .busy_threshold_ms
+                    .store(cfg.busy_reply_threshold, Ordering::Relaxed),
+                "lua-memory-limit" => self
+                    .scripting
+                    .memory_limit
+                    .store(cfg.lua_memory_limit as usize, Ordering::Relaxed),
                 "tracking-table-max-keys" => self
                     .pubsub
                     .tracking
@@ -327,6 +341,14 @@ impl Server for ServerState {
     }
 
     fn shutdown(&self, mode: ShutdownMode) -> Result<(), String> {
+        // As in Redis: while a script is past busy-reply-threshold only SHUTDOWN
+        // NOSAVE goes through; it stops the script.
+        if mode != ShutdownMode::NoSave
+            && let Some(busy) = self.scripting.busy_error()
+        {
+            return Err(busy.to_string());
+        }
+        self.scripting.kill_all();
         tracing::warn!("User requested shutdown...");
         let save = match mode {
             ShutdownMode::Default => None,
@@ -405,6 +427,21 @@ impl Server for ServerState {
 
     fn unpause_clients(&self) {
         self.pause.unpause();
+    }
+
+    fn scripting(&self) -> Option<&strata_commands::scripting::Scripting> {
+        Some(&self.scripting)
+    }
+
+    fn run_long(&self, f: &mut dyn FnMut()) {
+        // On a worker of the multi-threaded runtime, the worker's other connections
+        // move to another thread while the script runs.
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(f)
+            }
+            _ => f(),
+        }
     }
 
     fn unblock_client(&self, id: u64, with_error: bool) -> bool {

@@ -330,7 +330,8 @@ fn keys_of<'a>(
         ));
     }
     let keys = key_positions(cmd, argv);
-    if keys.is_empty() {
+    // Commands whose keys are optional (EVAL with no keys) have none to give.
+    if keys.is_empty() && !cmd.flags.contains(crate::spec::Flags::NO_MANDATORY_KEYS) {
         // A command with key specs whose arguments yield no key (a bad numkeys) has
         // invalid arguments; one without key specs has none to give.
         let text = if cmd.key_specs.is_empty() && cmd.getkeys.is_none() {

@@ -12,6 +12,7 @@ pub mod lcs;
 pub mod list;
 pub mod memory;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -37,6 +38,7 @@ pub const ALL: &[&[Command]] = &[
     pubsub::COMMANDS,
     client::COMMANDS,
     acl::COMMANDS,
+    scripting::COMMANDS,
 ];
 
 /// Writes a HELP reply: a header, the given lines, and the HELP entry, as status

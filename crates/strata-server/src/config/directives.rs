@@ -976,6 +976,32 @@ static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "busy-reply-threshold",
+        alias: Some("lua-time-limit"),
+        mutability: Mutable,
+        summary: "Milliseconds a script may run before other clients get BUSY and SCRIPT \
+                  KILL / FUNCTION KILL may stop it (0 = never).",
+        kind: Kind::Int {
+            min: 0,
+            max: LONG_MAX as i64,
+            get: |c| widen(c.busy_reply_threshold),
+            set: |c, v| narrow(&mut c.busy_reply_threshold, v),
+        },
+    },
+    Directive {
+        name: "lua-memory-limit",
+        alias: None,
+        mutability: Mutable,
+        summary: "The most memory one Lua interpreter may use; a script that needs more \
+                  fails with 'not enough memory' (0 = no limit; strata-specific).",
+        kind: Kind::Memory {
+            min: 0,
+            max: LONG_MAX,
+            get: |c| c.lua_memory_limit,
+            set: |c, v| c.lua_memory_limit = v,
+        },
+    },
+    Directive {
         name: "pubsub-max-subscriptions-per-client",
         alias: None,
         mutability: Mutable,
@@ -1113,6 +1139,8 @@ mod tests {
                 "client-output-buffer-limit",
                 "notify-keyspace-events",
                 "tracking-table-max-keys",
+                "busy-reply-threshold",
+                "lua-memory-limit",
                 "pubsub-max-subscriptions-per-client",
                 "enable-debug-command",
                 "io-threads",

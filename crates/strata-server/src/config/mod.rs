@@ -308,6 +308,12 @@ pub struct Config {
     pub notify_keyspace_events: u32,
     /// `tracking-table-max-keys`: 1,000,000.
     pub tracking_table_max_keys: u64,
+    /// `busy-reply-threshold` (alias `lua-time-limit`), in milliseconds: 5000. Past it
+    /// a running script makes other clients get BUSY; 0 never does.
+    pub busy_reply_threshold: u64,
+    /// `lua-memory-limit`, in bytes: 256 MiB per Lua interpreter, 0 = no limit
+    /// (strata-specific).
+    pub lua_memory_limit: u64,
     /// `pubsub-max-subscriptions-per-client`: 0, no limit (strata-specific).
     pub pubsub_max_subscriptions_per_client: u32,
     /// `enable-debug-command`: no.
@@ -411,6 +417,8 @@ impl Default for Config {
             ],
             notify_keyspace_events: 0,
             tracking_table_max_keys: 1_000_000,
+            busy_reply_threshold: 5000,
+            lua_memory_limit: 256 << 20,
             pubsub_max_subscriptions_per_client: 0,
             enable_debug_command: ProtectedAction::No,
             io_threads: cpus.clamp(1, 128),
@@ -1112,14 +1120,15 @@ mod tests {
 
         /// Directives whose value in strata differs from Redis's on purpose: the port
         /// (a free one is used), dir (Redis shows its absolute working directory),
-        /// io-threads (strata's default is the CPU count), and shards and
-        /// pubsub-max-subscriptions-per-client (strata only).
+        /// io-threads (strata's default is the CPU count), and shards,
+        /// pubsub-max-subscriptions-per-client and lua-memory-limit (strata only).
         const DIFFERENT: &[&str] = &[
             "port",
             "dir",
             "io-threads",
             "shards",
             "pubsub-max-subscriptions-per-client",
+            "lua-memory-limit",
         ];
 
         fn comparable() -> impl Iterator<Item = &'static Directive> {

@@ -349,6 +349,14 @@ fn load(state: &Arc<ServerState>) -> anyhow::Result<()> {
             .store(engine.stats().live_bytes, Ordering::Relaxed);
     }
     p.recover(&state.keyspace, &limits, unix_ms(), &control.loading_done)?;
+    if let Some(payload) = p.functions()? {
+        let n = strata_commands::families::scripting::function::restore_logged(
+            &state.scripting,
+            &payload,
+        )
+        .map_err(|e| anyhow::anyhow!("loading the function libraries: {e}"))?;
+        tracing::info!("{n} function libraries loaded");
+    }
     for (ours, theirs) in [
         (&control.loaded_keys, &p.stats.loaded_keys),
         (&control.loaded_expired, &p.stats.loaded_expired),
@@ -410,6 +418,7 @@ fn enable(state: &Arc<ServerState>, keep: bool) -> Result<(), String> {
             keys += p.dump_shard(&shard, unix_ms())?;
         }
         p.commit_map(unix_ms())?;
+        p.put_functions(&state.scripting.dump(), unix_ms())?;
         p.sync_now()?;
         p.reset_base_size();
         tracing::info!("{keys} keys written to the data directory");

@@ -52,6 +52,8 @@ use crate::config::Appendfsync;
 pub const META: u32 = u32::MAX;
 /// The key of the database → namespace map within [`META`].
 const DBMAP_KEY: &[u8] = b"dbmap";
+/// The key of the FUNCTION libraries (a FUNCTION DUMP payload) within [`META`].
+const FUNCTIONS_KEY: &[u8] = b"functions";
 /// Keys loaded between two progress lines at start-up.
 const PROGRESS_EVERY: u64 = 1_000_000;
 /// Records per engine batch when a whole shard is written out.
@@ -182,6 +184,9 @@ pub struct Persistence {
     /// Set while the keyspace is being written to fresh namespaces: the map on disk
     /// still names the old ones until [`Persistence::commit_map`].
     map_pending: AtomicBool,
+    /// The FUNCTION libraries last written (a FUNCTION DUMP payload), rewritten by
+    /// the recovery after a write error like the keys.
+    functions: Mutex<Option<Vec<u8>>>,
     /// The thread deleting the keys of dead namespaces, and its stop signal.
     reaper: Mutex<Option<std::thread::JoinHandle<()>>>,
     reaper_stop: Arc<AtomicBool>,
@@ -286,6 +291,7 @@ impl Persistence {
             map: ArcSwap::from_pointee(map),
             map_change: Mutex::new(()),
             map_pending: AtomicBool::new(false),
+            functions: Mutex::new(None),
             reaper: Mutex::new(None),
             reaper_stop: Arc::new(AtomicBool::new(false)),
             syncer: Mutex::new(None),
@@ -424,10 +430,11 @@ impl Persistence {
         }
         let (keys, bytes, dead) = (keys.into_inner(), bytes.into_inner(), dead.into_inner());
         // Index entries neither loaded nor dead are expired ones (and the map).
-        let expired = engine
-            .stats()
-            .live_keys
-            .saturating_sub(keys + dead + u64::from(engine.contains(&engine_key(META, DBMAP_KEY))));
+        let expired = engine.stats().live_keys.saturating_sub(
+            keys + dead
+                + u64::from(engine.contains(&engine_key(META, DBMAP_KEY)))
+                + u64::from(engine.contains(&engine_key(META, FUNCTIONS_KEY))),
+        );
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         tracing::info!(
             "DB loaded from disk: {keys} keys in {secs:.3} seconds ({:.1} MB/s)",
@@ -439,6 +446,35 @@ impl Persistence {
             self.reap_dead_namespaces();
         }
         Ok(keys)
+    }
+
+    /// The FUNCTION libraries last logged (a FUNCTION DUMP payload), if any.
+    pub fn functions(&self) -> anyhow::Result<Option<Vec<u8>>> {
+        let Some(engine) = self.engine() else {
+            anyhow::bail!("the store is closed")
+        };
+        let payload = engine
+            .get(&engine_key(META, FUNCTIONS_KEY))
+            .map_err(|e| anyhow::anyhow!("can't read the function libraries: {e}"))?;
+        self.functions.lock().clone_from(&payload);
+        Ok(payload)
+    }
+
+    /// Writes the FUNCTION libraries as a whole (a store opened on a live server).
+    pub fn put_functions(&self, payload: &[u8], now_ms: u64) -> Result<(), String> {
+        let Some(engine) = self.engine.load_full() else {
+            return Err("the store is closed".into());
+        };
+        let version = self.hlc.next(now_ms);
+        engine
+            .put_with(
+                &engine_key(META, FUNCTIONS_KEY),
+                payload,
+                WriteMeta::new().with_version(version),
+            )
+            .map_err(|e| misconf(&e))?;
+        *self.functions.lock() = Some(payload.to_vec());
+        Ok(())
     }
 
     /// Appends one command's records as a batch. Returns the batch's number if the
@@ -505,6 +541,14 @@ impl Persistence {
                     if r.db < m.namespaces.len() && *other < m.namespaces.len() {
                         m.namespaces.swap(r.db, *other);
                     }
+                }
+                RecordKind::Functions { payload } => {
+                    batch.put_with(
+                        &engine_key(META, FUNCTIONS_KEY),
+                        payload,
+                        WriteMeta::new().with_version(version),
+                    );
+                    *self.functions.lock() = Some(payload.clone());
                 }
             }
         }
@@ -800,6 +844,9 @@ impl Persistence {
         let mut batch = WriteBatch::new();
         if !self.map_pending.load(Ordering::Acquire) {
             batch.put_with(&engine_key(META, DBMAP_KEY), &map.encode(), meta);
+        }
+        if let Some(payload) = self.functions.lock().as_ref() {
+            batch.put_with(&engine_key(META, FUNCTIONS_KEY), payload, meta);
         }
         let mut fixed = 0u64;
         let mut value = Vec::new();

@@ -23,5 +23,6 @@ mod protected_mode;
 mod protocol;
 mod pubsub;
 mod random_diff;
+mod scripting;
 mod tls;
 mod transactions;

@@ -287,8 +287,65 @@ pub const MENU: &[(&str, u32)] = &[
     ("multi", 3),
     ("short-ttl", 2),
     ("pipeline", 3),
+    ("eval", 8),
+    ("eval_ro", 2),
+    ("evalsha", 3),
+    ("evalsha_ro", 1),
+    ("script|load", 2),
+    ("script|exists", 2),
+    ("script|flush", 1),
+    ("script|kill", 1),
+    ("script|help", 1),
+    ("fcall", 4),
+    ("fcall_ro", 2),
+    ("function|load", 2),
+    ("function|delete", 1),
+    ("function|list", 2),
+    ("function|flush", 1),
+    ("function|stats", 1),
+    ("function|kill", 1),
+    ("function|help", 1),
     ("arity", 8),
     ("unknown", 3),
+];
+
+/// Scripts EVAL draws: reads, writes, every reply type, errors. None iterates a
+/// table with `pairs` or asks for KEYS, whose orders are Redis's hash orders.
+const SCRIPTS: &[&str] = &[
+    "return redis.call('get', KEYS[1])",
+    "return redis.call('incr', KEYS[1])",
+    "return {KEYS[1], ARGV[1]}",
+    "return redis.pcall('incr', KEYS[1])",
+    "redis.call('set', KEYS[1], ARGV[1] or 'x') return redis.call('strlen', KEYS[1])",
+    "return {redis.call('exists', KEYS[1]), redis.call('ttl', KEYS[1]), redis.call('type', KEYS[1])}",
+    "return redis.call('mget', KEYS[1], KEYS[2] or 'k0')",
+    "local v = redis.call('getdel', KEYS[1]) if v then redis.call('append', KEYS[2] or 'k0', v) end return v",
+    "return tonumber(ARGV[1])",
+    "return #KEYS + #ARGV",
+    "return redis.call('expire', KEYS[1], 100)",
+    "return {1, 2.9, 'x', true, false, nil, 3}",
+    "return redis.error_reply(ARGV[1] or 'E')",
+    "return redis.status_reply(ARGV[1] or 'S')",
+    "return redis.call('incrbyfloat', KEYS[1], ARGV[1] or '1')",
+    "return redis.call('nosuch')",
+    "return redis.call('get')",
+    "return {err = 'boom'}",
+    "return redis.pcall('setrange', KEYS[1], ARGV[1] or '0', 'x')",
+    "return cjson.encode({KEYS[1], tonumber(ARGV[1]) or ARGV[1]})",
+    "redis.setresp(3) return redis.call('get', KEYS[1])",
+    "return redis.call('set', KEYS[1], ARGV[1] or 'v', 'get')",
+    "error('failed here')",
+    "local n = 0 for i = 1, 100 do n = n + i end return n",
+];
+
+/// Libraries FUNCTION LOAD draws, one function each (FUNCTION LIST then compares
+/// as an unordered array, Redis listing libraries in hash order).
+const LIBRARIES: &[&str] = &[
+    "#!lua name=lib1\nredis.register_function('f1', function(keys, args) return redis.call('get', keys[1]) end)",
+    "#!lua name=lib2\nredis.register_function{function_name='f2', callback=function(keys, args) return redis.call('incr', keys[1]) end, description='incr'}",
+    "#!lua name=lib3\nredis.register_function{function_name='f3', callback=function(keys, args) return #keys end, flags={'no-writes'}}",
+    "#!lua name=lib1\nredis.register_function('f2', function() return 1 end)",
+    "#!lua name=bad\nreturn 1",
 ];
 
 /// Commands the stream leaves out, and the commands that cover them instead.
@@ -361,6 +418,11 @@ pub const NOT_DRAWN: &[(&str, &str)] = &[
     ("acl|setuser", "acl"),
     ("acl|users", "acl"),
     ("acl|whoami", "acl"),
+    // FUNCTION DUMP payloads are strata's own format, and SCRIPT DEBUG YES/SYNC
+    // starts Redis's debugger; their error paths are compared in scripting.rs.
+    ("function|dump", "scripting"),
+    ("function|restore", "scripting"),
+    ("script|debug", "scripting"),
 ];
 
 /// One step of a stream.
@@ -660,7 +722,7 @@ impl Gen {
                 for _ in 0..n {
                     let inner = self.pick(&[
                         "set", "get", "incr", "del", "append", "expire", "mget", "mset", "getdel",
-                        "exists", "renamenx", "watch", "multi", "arity", "unknown",
+                        "exists", "renamenx", "watch", "multi", "arity", "unknown", "eval",
                     ]);
                     if let Step::Cmd(args, Cmp::Exact) = self.draw(inner) {
                         batch.push(args);
@@ -803,6 +865,91 @@ impl Gen {
                     Cmp::Exact
                 };
                 Step::Cmd(vec![w, sub, k], cmp)
+            }
+            "eval" | "eval_ro" | "evalsha" | "evalsha_ro" | "fcall" | "fcall_ro" => {
+                let body: Vec<u8> = if name.starts_with("evalsha") {
+                    let sha = self.pick(&[
+                        "4e6d8fc8bb01276962cce5371fa795a7763657ae",
+                        "2bab3b661081db58bd2341920e0ba7cf5dc77b25",
+                        "d006f1a90249474274c76f5be725b8f5804a346b",
+                        "ffffffffffffffffffffffffffffffffffffffff",
+                        "short",
+                    ]);
+                    sha.as_bytes().to_vec()
+                } else if name.starts_with("fcall") {
+                    let f = self.pick(&["f1", "f2", "f3", "F1", "nosuch"]);
+                    f.as_bytes().to_vec()
+                } else {
+                    self.pick(SCRIPTS).as_bytes().to_vec()
+                };
+                let n = *[0usize, 1, 1, 1, 2]
+                    .choose(&mut self.rng)
+                    .expect("non-empty");
+                let mut args = vec![w, body];
+                if self.chance(0.05) {
+                    args.push(self.pick(INTS).as_bytes().to_vec());
+                } else {
+                    args.push(n.to_string().into_bytes());
+                }
+                for _ in 0..n {
+                    args.push(self.key());
+                }
+                for _ in 0..self.rng.random_range(0..3) {
+                    args.push(self.value());
+                }
+                exact(args)
+            }
+            "script|load" => {
+                let script = self.pick(SCRIPTS).as_bytes().to_vec();
+                exact(vec![w, self.word("load"), script])
+            }
+            "script|exists" => {
+                let mut args = vec![w, self.word("exists")];
+                for _ in 0..self.rng.random_range(1..4) {
+                    let sha = self.pick(&[
+                        "4e6d8fc8bb01276962cce5371fa795a7763657ae",
+                        "2BAB3B661081DB58BD2341920E0BA7CF5DC77B25",
+                        "d006f1a90249474274c76f5be725b8f5804a346b",
+                        "nonsense",
+                    ]);
+                    args.push(sha.as_bytes().to_vec());
+                }
+                exact(args)
+            }
+            "script|flush" | "function|flush" => {
+                let mut args = vec![w, self.word("flush")];
+                if self.chance(0.5) {
+                    let mode = self.pick(&["ASYNC", "SYNC", "FOO"]);
+                    args.push(self.word(mode));
+                }
+                exact(args)
+            }
+            "script|kill" | "function|kill" => exact(vec![w, self.word("kill")]),
+            "script|help" | "function|help" => exact(vec![w, self.word("help")]),
+            "function|stats" => exact(vec![w, self.word("stats")]),
+            "function|load" => {
+                let mut args = vec![w, self.word("load")];
+                if self.chance(0.5) {
+                    args.push(self.word("replace"));
+                }
+                args.push(self.pick(LIBRARIES).as_bytes().to_vec());
+                exact(args)
+            }
+            "function|delete" => {
+                let lib = self.pick(&["lib1", "lib2", "lib3", "nosuch"]);
+                exact(vec![w, self.word("delete"), lib.as_bytes().to_vec()])
+            }
+            "function|list" => {
+                let mut args = vec![w, self.word("list")];
+                if self.chance(0.3) {
+                    args.push(self.word("withcode"));
+                }
+                if self.chance(0.3) {
+                    args.push(self.word("libraryname"));
+                    let p = self.pick(&["lib*", "lib1", "*2", "x*"]);
+                    args.push(p.as_bytes().to_vec());
+                }
+                Step::Cmd(args, Cmp::Unordered)
             }
             "object|help" | "command|help" | "config|help" => {
                 let sub = self.word("help");

@@ -217,6 +217,53 @@ pub fn check_queued(ctx: &mut Ctx, cmd: &'static Command, argv: &[&[u8]]) -> Cmd
     }
 }
 
+/// The check of a command a script calls (`redis.call`), logged in the `lua`
+/// context, with the texts Redis 7.0 raises in the script.
+pub fn check_script_call(
+    server: &dyn Server,
+    conn: &mut ConnState,
+    cmd: &'static Command,
+    argv: &[&[u8]],
+    now_ms: u64,
+) -> Result<(), &'static str> {
+    let Some(acl) = server.acl() else {
+        return Ok(());
+    };
+    match verdict(acl, conn, cmd, argv) {
+        Ok(()) => Ok(()),
+        Err(None) => {
+            Err("The user executing the script is lacking the permissions for the command")
+        }
+        Err(Some(denied)) => {
+            log_denial(server, acl, conn, cmd, argv, denied, Context::Lua, now_ms);
+            Err(match denied {
+                Denied::Command => {
+                    "The user executing the script can't run this command or subcommand"
+                }
+                Denied::Key(_) => {
+                    "The user executing the script can't access at least one of the keys mentioned in the command arguments"
+                }
+                Denied::Channel(_) => {
+                    "The user executing the script can't publish to the channel mentioned in the command"
+                }
+            })
+        }
+    }
+}
+
+/// Whether the connection's user may run the command (`redis.acl_check_cmd`),
+/// without logging anything.
+pub fn may_run(
+    server: &dyn Server,
+    conn: &mut ConnState,
+    cmd: &'static Command,
+    argv: &[&[u8]],
+) -> bool {
+    server
+        .acl()
+        .is_none_or(|acl| verdict(acl, conn, cmd, argv).is_ok())
+}
+
 /// `Err(None)` when the connection's user no longer exists.
 fn verdict(
     acl: &Acl,

@@ -644,3 +644,44 @@ fn acl_genpass_and_cat() {
         }
     }
 }
+
+#[test]
+fn scripts_run_with_the_callers_permissions() {
+    let Some(both) = Both::start(&[]) else {
+        return;
+    };
+    let mut pair = both.clients();
+    let mut mismatches = Vec::new();
+    script(
+        &mut pair,
+        &[
+            &[
+                "ACL", "SETUSER", "lua", "on", ">pw", "+eval", "+get", "~k*", "&news",
+            ],
+            &["SET", "other", "1"],
+            &["AUTH", "lua", "pw"],
+            &["EVAL", "return redis.call('get', KEYS[1])", "1", "k1"],
+            &["EVAL", "return redis.call('set', 'k1', 'v')", "0"],
+            &["EVAL", "return redis.pcall('set', 'k1', 'v')", "0"],
+            &["EVAL", "return redis.call('get', 'other')", "0"],
+            &["EVAL", "return redis.call('publish', 'sports', 'x')", "0"],
+            &["EVAL", "return redis.acl_check_cmd('get', 'k1')", "0"],
+            &["EVAL", "return redis.acl_check_cmd('set', 'k1', 'v')", "0"],
+            &["EVAL", "return redis.acl_check_cmd('get', 'other')", "0"],
+            &["EVAL", "return redis.acl_check_cmd('nosuchcommand')", "0"],
+            &["AUTH", "default", ""],
+        ],
+        &mut mismatches,
+    );
+    assert_none(mismatches);
+    // The denials are logged in the `lua` context.
+    let entries = log_entries(&mut pair.1, "10");
+    assert!(!entries.is_empty());
+    for entry in &entries {
+        let context = entry
+            .iter()
+            .find(|(k, _)| k == "context")
+            .map(|(_, v)| text(v));
+        assert_eq!(context.as_deref(), Some("lua"), "{entry:?}");
+    }
+}

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
@@ -203,7 +203,7 @@ struct Acked {
 
 /// Runs a mix of writes on one connection until `stop` or an error (the server was
 /// killed), recording what was acknowledged.
-fn load(port: u16, round: usize, t: usize, stop: &AtomicBool) -> Acked {
+fn load(port: u16, round: usize, t: usize, stop: &AtomicBool, strings: &AtomicUsize) -> Acked {
     let mut acked = Acked::default();
     let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
         return acked;
@@ -218,8 +218,10 @@ fn load(port: u16, round: usize, t: usize, stop: &AtomicBool) -> Acked {
         let ok = match i % 6 {
             0 => {
                 let (k, v) = (format!("{p}:s:{i}"), format!("v{i}"));
-                conn.set::<_, _, ()>(&k, &v)
-                    .map(|()| acked.strings.push((k, v)))
+                conn.set::<_, _, ()>(&k, &v).map(|()| {
+                    strings.fetch_add(1, Ordering::Relaxed);
+                    acked.strings.push((k, v))
+                })
             }
             1 => {
                 acked.counter_sent += 1;
@@ -338,13 +340,20 @@ fn kill9_rounds(fsync: &str, rounds: usize) {
             }
         }
         let stop = Arc::new(AtomicBool::new(false));
+        let strings = Arc::new(AtomicUsize::new(0));
         let workers: Vec<_> = (0..threads)
             .map(|t| {
-                let stop = stop.clone();
-                std::thread::spawn(move || load(port, round, t, &stop))
+                let (stop, strings) = (stop.clone(), strings.clone());
+                std::thread::spawn(move || load(port, round, t, &stop, &strings))
             })
             .collect();
         std::thread::sleep(Duration::from_millis(300 + 97 * round as u64 % 400));
+        // On a busy machine the clients may not have started yet: the kill must
+        // land under load, so wait (bounded) for some acknowledged writes.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while strings.load(Ordering::Relaxed) < 20 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         // Every other round is killed while a compaction runs.
         if round % 2 == 1 {
             let mut c = server.redis();
@@ -522,13 +531,15 @@ fn loading_answers_loading_until_the_dataset_is_in() {
         };
         drop(stream);
         let mut c = server.client();
+        // INFO first: loading only goes from 1 to 0, so a GET refused after it
+        // means INFO said loading:1, and INFO saying loading:0 means GET works.
+        let Value::Bulk(info) = c.cmd(&["INFO", "persistence"]) else {
+            panic!("INFO is allowed while loading")
+        };
+        let info = String::from_utf8_lossy(&info).into_owned();
         match c.cmd(&["GET", "key:1"]) {
             Value::Error(e) => {
                 assert_eq!(e, b"LOADING Redis is loading the dataset in memory");
-                let Value::Bulk(info) = c.cmd(&["INFO", "persistence"]) else {
-                    panic!("INFO is allowed while loading")
-                };
-                let info = String::from_utf8_lossy(&info).into_owned();
                 assert!(info.contains("loading:1"), "{info}");
                 saw_loading = true;
             }

@@ -116,6 +116,9 @@ impl Host for ScriptHost<'_, '_> {
         if cmd.flags.contains(Flags::NOSCRIPT) {
             return Err(b"This Redis command is not allowed from script".to_vec());
         }
+        let now = self.ctx.keys.now_ms;
+        crate::families::acl::check_script_call(server, self.ctx.conn, cmd, argv, now)
+            .map_err(|text| text.as_bytes().to_vec())?;
         if cmd.is_write() {
             if self.read_only {
                 return Err(b"Write commands are not allowed from read-only scripts.".to_vec());
@@ -177,6 +180,13 @@ impl Host for ScriptHost<'_, '_> {
     }
 
     fn acl_check(&mut self, argv: &[&[u8]]) -> Option<bool> {
-        resolve(self.ctx.server.registry(), argv).ok().map(|_| true)
+        let server = self.ctx.server;
+        let cmd = resolve(server.registry(), argv).ok()?;
+        Some(crate::families::acl::may_run(
+            server,
+            self.ctx.conn,
+            cmd,
+            argv,
+        ))
     }
 }

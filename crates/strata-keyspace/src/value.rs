@@ -9,6 +9,10 @@ use crate::zset::ZSet;
 /// Strings longer than this are "raw" even when created whole, as in Redis.
 pub const EMBSTR_LIMIT: usize = 44;
 
+/// Values whose free effort exceeds this are freed in the background when lazy freeing
+/// applies (Redis's `LAZYFREE_THRESHOLD`).
+pub const LAZYFREE_THRESHOLD: usize = 64;
+
 /// Integers below this (and not negative) are shared between keys in Redis, which
 /// reports them as referenced `i32::MAX` times.
 pub const SHARED_INTEGERS: i64 = 10_000;
@@ -200,6 +204,26 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
         }
+    }
+
+    /// How much work freeing the value takes, as Redis's `lazyfreeGetFreeEffort`
+    /// counts it: the nodes of a list, the elements of a hashtable or skiplist, and 1
+    /// for a string or a compact encoding (a single allocation).
+    pub fn free_effort(&self) -> usize {
+        match self {
+            Value::Str(_) => 1,
+            Value::List(l) => l.node_count(),
+            Value::ZSet(z) if !z.is_listpack() => z.len(),
+            Value::Hash(h) if !h.is_packed() => h.len(),
+            Value::Set(s) if !s.is_intset() => s.len(),
+            Value::ZSet(_) | Value::Hash(_) | Value::Set(_) => 1,
+        }
+    }
+
+    /// Whether dropping the value is worth handing to another thread when lazy freeing
+    /// is on: its free effort exceeds [`LAZYFREE_THRESHOLD`].
+    pub fn free_lazily(&self) -> bool {
+        self.free_effort() > LAZYFREE_THRESHOLD
     }
 
     /// The copy COPY stores (see [`Str::duplicate`]).

@@ -9,6 +9,7 @@ pub mod config;
 pub mod connection;
 pub mod cron;
 pub mod info;
+pub mod lazyfree;
 pub mod listener;
 pub mod logging;
 pub mod memory;

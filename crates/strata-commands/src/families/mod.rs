@@ -13,6 +13,7 @@ pub mod memory;
 pub mod pubsub;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
 pub mod transactions;
 pub mod zset;
@@ -33,6 +34,7 @@ pub const ALL: &[&[Command]] = &[
     zset::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
+    sort::COMMANDS,
     pubsub::COMMANDS,
     client::COMMANDS,
 ];

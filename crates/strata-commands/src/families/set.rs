@@ -399,11 +399,17 @@ enum Output<'a> {
 fn store_result(ctx: &mut Ctx, dst: &[u8], result: Set, event: &'static str) {
     let n = result.len();
     if n > 0 {
-        ctx.keys
+        let old = ctx
+            .keys
             .set(dst, Value::Set(Box::new(result)), Ttl::Persist);
+        ctx.keys.free_replaced(old);
         ctx.keys.changed(dst, event);
-    } else if ctx.keys.remove(dst).is_some() {
-        ctx.keys.changed(dst, "del");
+    } else {
+        let old = ctx.keys.remove(dst);
+        if old.is_some() {
+            ctx.keys.changed(dst, "del");
+        }
+        ctx.keys.free_replaced(old);
     }
     ctx.out.integer(n as i64);
 }

@@ -319,9 +319,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     let n = result.len();
     if n > 0 {
-        let old = ctx
-            .keys
-            .set(dst, Value::ZSet(Box::new(result)), Ttl::Persist);
+        let old = ctx.keys.set(dst, Value::ZSet(result), Ttl::Persist);
         ctx.keys.free_replaced(old);
         ctx.keys.changed(dst, "zrangestore");
         ctx.keys.ready(dst);

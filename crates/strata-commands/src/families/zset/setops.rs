@@ -200,7 +200,7 @@ fn setop_generic(
             if n > 0 {
                 let limits = ctx.server.encoding_limits();
                 let z = ZSet::from_sorted(result, &limits);
-                let old = ctx.keys.set(dst, Value::ZSet(Box::new(z)), Ttl::Persist);
+                let old = ctx.keys.set(dst, Value::ZSet(z), Ttl::Persist);
                 ctx.keys.free_replaced(old);
                 let event = match op {
                     Op::Union => "zunionstore",

@@ -60,6 +60,11 @@ pub struct Keys<'a> {
     pub no_touch: bool,
     /// Tracking invalidations not sent yet (see [`crate::tracking::Pending`]).
     pub tracking: crate::tracking::Pending,
+    /// The lazy-free switches in force for this command.
+    pub lazyfree: crate::server::LazyFree,
+    /// Values to free in the background once the command is done (see
+    /// [`Keys::free`]).
+    pub freed: Vec<Value>,
 }
 
 impl<'a> Keys<'a> {
@@ -82,6 +87,8 @@ impl<'a> Keys<'a> {
             client_id: 0,
             no_touch: false,
             tracking: Default::default(),
+            lazyfree: Default::default(),
+            freed: Vec::new(),
         }
     }
 
@@ -329,6 +336,42 @@ impl<'a> Keys<'a> {
         let now = self.now_ms;
         let (hash, db) = self.db_for(key);
         db.remove(hash, key, now)
+    }
+
+    /// Disposes of a value a command removed or replaced: with `lazy`, one whose
+    /// freeing takes real work is kept for the background (Redis's `freeObjAsync`);
+    /// anything else is dropped here.
+    #[inline]
+    pub fn free(&mut self, value: Option<Value>, lazy: bool) {
+        if let Some(v) = value
+            && lazy
+            && v.free_lazily()
+        {
+            self.freed.push(v);
+        }
+    }
+
+    /// [`Keys::free`] for what a command deletes or overwrites as a side effect
+    /// (`lazyfree-lazy-server-del`).
+    #[inline]
+    pub fn free_replaced(&mut self, value: Option<Value>) {
+        let lazy = self.lazyfree.server_del;
+        self.free(value, lazy);
+    }
+
+    /// Takes the big values of the keys that expired in the shards held (see
+    /// [`Db::take_expired_values`]): kept for the background with
+    /// `lazyfree-lazy-expire`, dropped here otherwise.
+    pub fn collect_expired_values(&mut self) {
+        let lazy = self.lazyfree.expire;
+        for (_, shard) in self.guards.iter_mut() {
+            for db in shard.dbs_mut() {
+                let values = db.take_expired_values();
+                if lazy {
+                    self.freed.extend(values);
+                }
+            }
+        }
     }
 
     /// Says that a list or sorted set at `key` (selected database) may have become

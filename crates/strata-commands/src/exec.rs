@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 
 use smallvec::SmallVec;
-use strata_keyspace::Keyspace;
+use strata_keyspace::{Detached, Keyspace};
 use strata_resp::ReplyWriter;
 
 use crate::conn::ConnState;
@@ -295,6 +295,7 @@ pub fn run(
     let mut keys = Keys::new(ks, conn.db, now_ms);
     keys.track_ready = server.has_blocked_clients();
     keys.logging_flag = server.logging_flag();
+    keys.lazyfree = server.lazyfree();
     let hub = server.pubsub();
     keys.notify = hub;
     keys.client_id = conn.info.id;
@@ -330,6 +331,8 @@ pub fn run(
             .after_reply
             .append(&mut ctx.keys.tracking.after_reply);
     }
+    ctx.keys.collect_expired_values();
+    let freed = std::mem::take(&mut ctx.keys.freed);
     let dirty = ctx.keys.dirty;
     let ready = std::mem::take(&mut ctx.keys.ready);
     let records = std::mem::take(&mut ctx.keys.records);
@@ -341,6 +344,9 @@ pub fn run(
         server.log(records)
     };
     drop(ctx);
+    if !freed.is_empty() {
+        server.free_later(freed.into_iter().map(Detached::Value).collect());
+    }
     let (result, durable) = match logged {
         Ok(durable) => (result, durable),
         Err(e) => {

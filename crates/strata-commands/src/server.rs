@@ -94,6 +94,11 @@ pub trait Server: Send + Sync {
     /// Frees detached data somewhere other than the caller's thread.
     fn free_later(&self, data: Vec<Detached>);
 
+    /// The `lazyfree-lazy-*` switches in force.
+    fn lazyfree(&self) -> LazyFree {
+        LazyFree::default()
+    }
+
     /// Turns active expiry on or off (DEBUG SET-ACTIVE-EXPIRE).
     fn set_active_expire(&self, on: bool);
 
@@ -167,4 +172,19 @@ pub trait Server: Send + Sync {
     fn acl(&self) -> Option<&crate::acl::Acl> {
         None
     }
+}
+
+/// When values are freed in the background rather than by the command that dropped
+/// them (Redis's `lazyfree-lazy-*` directives; UNLINK and FLUSHALL ASYNC always are).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LazyFree {
+    /// `lazyfree-lazy-user-del`: DEL behaves as UNLINK.
+    pub user_del: bool,
+    /// `lazyfree-lazy-server-del`: values a command overwrites or deletes as a side
+    /// effect (SET over a list, RENAME onto a key, a *STORE destination).
+    pub server_del: bool,
+    /// `lazyfree-lazy-expire`: values of expired keys.
+    pub expire: bool,
+    /// `lazyfree-lazy-user-flush`: FLUSHDB/FLUSHALL without SYNC or ASYNC.
+    pub user_flush: bool,
 }

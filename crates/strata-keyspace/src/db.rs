@@ -156,6 +156,10 @@ pub struct Db {
     /// Which events to log, and the events logged and not yet taken.
     event_flags: Arc<EventFlags>,
     events: Vec<(KeyEvent, Vec<u8>)>,
+    /// Values of expired keys big enough to free lazily (see
+    /// [`Value::free_lazily`]), waiting for the caller to take them
+    /// ([`Db::take_expired_values`]) and drop them here or in the background.
+    expired_values: Vec<Value>,
 }
 
 impl Db {
@@ -168,6 +172,7 @@ impl Db {
             watches: HashMap::new(),
             event_flags: Arc::default(),
             events: Vec::new(),
+            expired_values: Vec::new(),
         }
     }
 
@@ -181,6 +186,22 @@ impl Db {
         if self.event_flags.wants(event) {
             self.events.push((event, key.to_vec()));
         }
+    }
+
+    /// Keeps a big expired value for the caller to free; drops a small one.
+    #[inline]
+    fn expired_value(&mut self, value: Value) {
+        if value.free_lazily() {
+            self.expired_values.push(value);
+        }
+    }
+
+    /// The big values of keys expired since the last call (see [`Value::free_lazily`]).
+    pub fn take_expired_values(&mut self) -> Vec<Value> {
+        if self.expired_values.is_empty() {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.expired_values)
     }
 
     /// Whether events are waiting to be taken.
@@ -255,6 +276,7 @@ impl Db {
             self.expired += 1;
             self.touch_expired(removed.key());
             self.log(KeyEvent::Expired, removed.key());
+            self.expired_value(removed.value);
             return None;
         }
         Some(pos)
@@ -418,6 +440,7 @@ impl Db {
                 self.expired += 1;
                 self.touch_expired(e.key());
                 self.log(KeyEvent::Expired, e.key());
+                self.expired_value(e.value);
             }
         }
         let more = self
@@ -477,7 +500,7 @@ impl Db {
         self.touch_all_existing();
         self.expires.clear();
         self.expires_len = 0;
-        Detached(self.dict.take())
+        Detached::Db(self.dict.take())
     }
 
     /// Swaps the contents (not the statistics, nor the watchers, which stay with the
@@ -576,16 +599,25 @@ impl Db {
     }
 }
 
-/// The contents of a cleared database, to be dropped wherever convenient.
-pub struct Detached(#[allow(dead_code)] Dict<Box<Entry>, KeyHasher>);
+/// What is to be freed off the client threads (Redis's lazy free): the contents of a
+/// cleared database, or one value too big to drop while a client waits.
+pub enum Detached {
+    Db(Dict<Box<Entry>, KeyHasher>),
+    Value(Value),
+}
 
 impl Detached {
+    /// The number of objects it counts for in `lazyfree_pending_objects`: the keys of
+    /// a database, or 1 for a value.
     pub fn len(&self) -> usize {
-        self.0.len()
+        match self {
+            Detached::Db(d) => d.len(),
+            Detached::Value(_) => 1,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 }
 

@@ -217,18 +217,29 @@ impl Hash {
     /// Converts a packed hash to a hashtable if any of `args` (the fields and values
     /// about to be set) is too long for a listpack, or all of them would make it too
     /// big — Redis's `hashTypeTryConversion`.
+    /// A listpack that stays one makes room for them all at once (see
+    /// [`Pack::reserve_for`]).
     pub fn fit<'a>(&mut self, args: impl IntoIterator<Item = &'a [u8]>, limits: &EncodingLimits) {
-        let Repr::Pack(p) = &self.repr else { return };
-        let mut sum = 0usize;
+        let Repr::Pack(p) = &mut self.repr else {
+            return;
+        };
+        let (mut sum, mut encoded, mut count) = (0usize, 0usize, 0u64);
         for arg in args {
             if arg.len() as u64 > limits.hash_max_listpack_value {
                 self.convert();
                 return;
             }
             sum += arg.len();
+            encoded += crate::pack::encoded_len(arg.len());
+            count += 1;
         }
         if p.bytes_len().saturating_add(sum) > PACK_MAX_SAFE_BYTES {
             self.convert();
+            return;
+        }
+        // Fields (and values) beyond the entry limit convert the hash anyway.
+        if p.len() as u64 + count <= limits.hash_max_listpack_entries.saturating_mul(2) {
+            p.reserve_for(encoded);
         }
     }
 

@@ -309,6 +309,14 @@ impl Pack {
         self.buf.shrink_to_fit();
     }
 
+    /// Makes room for `encoded_bytes` more (the [`encoded_len`]s of the elements
+    /// about to be added) with one exact allocation, as a
+    /// listpack grows by exactly what is added (rather than doubling, which leaves a
+    /// small collection up to twice its size).
+    pub fn reserve_for(&mut self, encoded_bytes: usize) {
+        self.buf.reserve_exact(encoded_bytes);
+    }
+
     /// The elements, front to back (and back to front with `.rev()`).
     pub fn iter(&self) -> Iter<'_> {
         Iter {

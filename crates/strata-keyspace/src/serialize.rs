@@ -185,7 +185,7 @@ pub fn decode(bytes: &[u8], limits: &EncodingLimits) -> Result<Value, DecodeErro
                 let value = r.bytes()?;
                 hash.insert(field, value, limits);
             }
-            Value::Hash(Box::new(hash))
+            Value::Hash(hash)
         }
         TAG_SET => {
             let n = r.count(1)?;
@@ -195,7 +195,7 @@ pub fn decode(bytes: &[u8], limits: &EncodingLimits) -> Result<Value, DecodeErro
                 set.get_or_insert_with(|| Set::for_member(member))
                     .insert(member, limits);
             }
-            Value::Set(Box::new(set.unwrap_or_default()))
+            Value::Set(set.unwrap_or_default())
         }
         TAG_ZSET => {
             let n = r.count(9)?;
@@ -208,7 +208,7 @@ pub fn decode(bytes: &[u8], limits: &EncodingLimits) -> Result<Value, DecodeErro
                 }
                 pairs.push((member, score));
             }
-            Value::ZSet(Box::new(ZSet::from_sorted(pairs, limits)))
+            Value::ZSet(ZSet::from_sorted(pairs, limits))
         }
         other => return Err(DecodeError::UnknownTag(other)),
     };
@@ -240,7 +240,7 @@ mod tests {
             vec![(b"a".to_vec(), -1.5), (b"b".to_vec(), 2.0)],
             &EncodingLimits::default(),
         );
-        let Value::ZSet(back) = round_trip(&Value::ZSet(Box::new(z))) else {
+        let Value::ZSet(back) = round_trip(&Value::ZSet(z)) else {
             panic!("a zset")
         };
         assert_eq!(
@@ -257,7 +257,7 @@ mod tests {
         let mut h = Hash::new();
         h.insert(b"f1", b"v1", &limits);
         h.insert(b"f2", b"", &limits);
-        let Value::Hash(back) = round_trip(&Value::Hash(Box::new(h))) else {
+        let Value::Hash(back) = round_trip(&Value::Hash(h)) else {
             panic!("a hash")
         };
         assert_eq!(
@@ -269,14 +269,14 @@ mod tests {
         for m in [&b"3"[..], b"1", b"2"] {
             s.insert(m, &limits);
         }
-        let Value::Set(back) = round_trip(&Value::Set(Box::new(s))) else {
+        let Value::Set(back) = round_trip(&Value::Set(s)) else {
             panic!("a set")
         };
         assert_eq!(back.encoding(), "intset");
         assert_eq!(back.len(), 3);
         let mut s = Set::for_member(b"x");
         s.insert(b"x", &limits);
-        let Value::Set(back) = round_trip(&Value::Set(Box::new(s))) else {
+        let Value::Set(back) = round_trip(&Value::Set(s)) else {
             panic!("a set")
         };
         assert_eq!(back.encoding(), "hashtable");

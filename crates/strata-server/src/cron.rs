@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use strata_keyspace::Detached;
+
 use crate::state::{ServerState, unix_ms};
 
 /// Keys removed per database per visit before checking the time budget.
@@ -56,6 +58,7 @@ pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
     let hub = &state.pubsub;
     let notify = hub.notify_flags() != 0 || hub.tracking.active() > 0;
     let mut tracking = strata_commands::tracking::Pending::default();
+    let lazy_expire = state.lazyfree.switches().expire;
     for k in 0..n {
         let s = (start + k) % n;
         let now = unix_ms();
@@ -69,6 +72,14 @@ pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
                             break;
                         }
                     }
+                }
+                // Big values of expired keys: to the background with
+                // lazyfree-lazy-expire, dropped here otherwise.
+                let values = db.take_expired_values();
+                if lazy_expire && !values.is_empty() {
+                    state
+                        .lazyfree
+                        .free_later(values.into_iter().map(Detached::Value).collect());
                 }
                 db.rehash_some(REHASH_SLOTS);
                 // Keyspace events of keys expired here (or by lookups whose command

@@ -267,7 +267,13 @@ fn memory(state: &ServerState, out: &mut String) {
     };
     field!(out, "mem_fragmentation_ratio", "{frag:.2}");
     field!(out, "mem_allocator", "{}", crate::memory::ALLOCATOR);
-    field!(out, "lazyfree_pending_objects", "0");
+    field!(
+        out,
+        "lazyfree_pending_objects",
+        "{}",
+        state.lazyfree.pending()
+    );
+    field!(out, "lazyfreed_objects", "{}", state.lazyfree.freed());
 }
 
 /// The scripting figures of INFO memory, in Redis 7.0's names and order: the Lua

@@ -10,6 +10,7 @@ pub mod config;
 pub mod connection;
 pub mod cron;
 pub mod info;
+pub mod lazyfree;
 pub mod limits;
 pub mod listener;
 pub mod logging;

@@ -30,7 +30,8 @@ pub struct ServerState {
     pub started: Instant,
     pub started_ms: u64,
     pub run_id: String,
-    lazyfree: Mutex<Option<std::sync::mpsc::Sender<Vec<Detached>>>>,
+    /// The background freeing thread (UNLINK, FLUSHALL ASYNC, lazyfree-lazy-*).
+    pub lazyfree: crate::lazyfree::LazyFreer,
     /// Values read on the hot path, mirrored from the configuration.
     max_bulk_len: AtomicUsize,
     /// The listening TCP port (for INFO).
@@ -82,16 +83,8 @@ impl ServerState {
         let stats = Stats::new(registry.id_count());
         let keyspace = Keyspace::new(config.databases, config.shards);
         let (shutdown_tx, _) = watch::channel(false);
-        let (tx, rx) = std::sync::mpsc::channel::<Vec<Detached>>();
-        // Big values and flushed databases are dropped here, off the client threads.
-        std::thread::Builder::new()
-            .name("strata-lazyfree".into())
-            .spawn(move || {
-                for batch in rx {
-                    drop(batch);
-                }
-            })
-            .ok();
+        let lazyfree = crate::lazyfree::LazyFreer::start();
+        lazyfree.set_switches(config.lazyfree());
         let run_id: String = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[rand::random::<u8>() as usize % 16]))
             .collect();
@@ -110,7 +103,7 @@ impl ServerState {
             started: Instant::now(),
             started_ms: unix_ms(),
             run_id,
-            lazyfree: Mutex::new(Some(tx)),
+            lazyfree,
             max_bulk_len,
             tcp_port: AtomicUsize::new(0),
             on_loglevel: Mutex::new(None),
@@ -201,6 +194,10 @@ impl ServerState {
         let cfg = self.config.read();
         for name in changed {
             match *name {
+                "lazyfree-lazy-user-del"
+                | "lazyfree-lazy-server-del"
+                | "lazyfree-lazy-expire"
+                | "lazyfree-lazy-user-flush" => self.lazyfree.set_switches(cfg.lazyfree()),
                 "proto-max-bulk-len" => self
                     .max_bulk_len
                     .store(cfg.proto_max_bulk_len as usize, Ordering::Relaxed),
@@ -297,6 +294,7 @@ impl Server for ServerState {
 
     fn reset_stats(&self) {
         self.stats.reset();
+        self.lazyfree.reset_stats();
         self.errors.lock().clear();
         for s in 0..self.keyspace.num_shards() {
             let mut shard = self.keyspace.lock(s);
@@ -377,13 +375,11 @@ impl Server for ServerState {
     }
 
     fn free_later(&self, data: Vec<Detached>) {
-        if data.is_empty() {
-            return;
-        }
-        if let Some(tx) = self.lazyfree.lock().as_ref() {
-            // If the background thread is gone the data is dropped right here.
-            let _ = tx.send(data);
-        }
+        self.lazyfree.free_later(data);
+    }
+
+    fn lazyfree(&self) -> strata_commands::server::LazyFree {
+        self.lazyfree.switches()
     }
 
     fn set_active_expire(&self, on: bool) {

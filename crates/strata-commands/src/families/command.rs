@@ -377,6 +377,8 @@ fn getkeysandflags(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 Some(resolve) if s.flags.contains(KeyFlags::VARIABLE_FLAGS) => resolve(argv, i),
                 _ => s.flags,
             })
+            // A key only the command's own extractor finds (SORT's STORE destination).
+            .or_else(|| cmd.key_flags.map(|resolve| resolve(argv, i)))
             .unwrap_or_default();
         let names: Vec<&str> = flags.names().collect();
         ctx.out.set(names.len());

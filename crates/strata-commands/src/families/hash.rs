@@ -227,7 +227,7 @@ fn get_or_create<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<&'a mut Hash, Cmd
     let now = keys.now_ms;
     let no_touch = keys.no_touch;
     let (hash, db) = keys.db_for(key);
-    let (entry, _) = db.get_or_insert_with(hash, key, now, || Value::Hash(Box::default()));
+    let (entry, _) = db.get_or_insert_with(hash, key, now, || Value::Hash(Default::default()));
     if !no_touch {
         entry.touch(now);
     }

@@ -325,21 +325,27 @@ pub const COMMANDS: &[Command] = &[
 ];
 
 fn del(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let lazy = ctx.keys.lazyfree.user_del;
+    delete(ctx, args, lazy)
+}
+
+/// UNLINK: DEL, with big values freed in the background after the reply.
+fn unlink(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    delete(ctx, args, true)
+}
+
+fn delete(ctx: &mut Ctx, args: &[&[u8]], lazy: bool) -> CmdResult {
     let mut n = 0;
     for key in &args[1..] {
-        if ctx.keys.remove(key).is_some() {
+        let old = ctx.keys.remove(key);
+        if old.is_some() {
             ctx.keys.changed(key, "del");
             n += 1;
         }
+        ctx.keys.free(old, lazy);
     }
     ctx.out.integer(n);
     Ok(())
-}
-
-fn unlink(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    // Values are freed when dropped; collections big enough to stall the caller are
-    // handed to the background in the collection types themselves.
-    del(ctx, args)
 }
 
 fn exists(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -395,7 +401,8 @@ fn rename_generic(ctx: &mut Ctx, args: &[&[u8]], nx: bool) -> CmdResult {
     entry.set_key(dst);
     let wakes = wakes_blocked(&entry.value);
     let (hash, db) = ctx.keys.db_for(dst);
-    db.put_entry(hash, entry, Ttl::Keep, now);
+    let old = db.put_entry(hash, entry, Ttl::Keep, now);
+    ctx.keys.free_replaced(old);
     ctx.keys.changed(src, "rename_from");
     ctx.keys.changed(dst, "rename_to");
     if wakes {
@@ -459,8 +466,9 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let ttl = expire.map_or(Ttl::Persist, Ttl::At);
     let wakes = wakes_blocked(&value);
     // Redis deletes the old value and adds the copy, so the key counts as new.
-    db.remove(hash, dst, now);
+    let old = db.remove(hash, dst, now);
     db.set(hash, dst, value, ttl, now);
+    ctx.keys.free_replaced(old);
     ctx.keys.changed_in(dst_db, dst, "copy_to");
     if wakes {
         ctx.keys.ready_in(dst_db, dst);

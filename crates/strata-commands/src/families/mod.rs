@@ -15,6 +15,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
 pub mod transactions;
 pub mod zset;
@@ -35,6 +36,7 @@ pub const ALL: &[&[Command]] = &[
     zset::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
+    sort::COMMANDS,
     pubsub::COMMANDS,
     client::COMMANDS,
     acl::COMMANDS,

@@ -284,9 +284,9 @@ fn add(ctx: &mut Ctx, key: &[u8], members: &[&[u8]]) -> Result<usize, CmdError> 
     let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let (entry, _) = db.get_or_insert_with(hash, key, now, || {
-        Value::Set(Box::new(Set::for_member(
+        Value::Set(Set::for_member(
             members.first().copied().unwrap_or_default(),
-        )))
+        ))
     });
     if !no_touch {
         entry.touch(now);
@@ -399,11 +399,15 @@ enum Output<'a> {
 fn store_result(ctx: &mut Ctx, dst: &[u8], result: Set, event: &'static str) {
     let n = result.len();
     if n > 0 {
-        ctx.keys
-            .set(dst, Value::Set(Box::new(result)), Ttl::Persist);
+        let old = ctx.keys.set(dst, Value::Set(result), Ttl::Persist);
+        ctx.keys.free_replaced(old);
         ctx.keys.changed(dst, event);
-    } else if ctx.keys.remove(dst).is_some() {
-        ctx.keys.changed(dst, "del");
+    } else {
+        let old = ctx.keys.remove(dst);
+        if old.is_some() {
+            ctx.keys.changed(dst, "del");
+        }
+        ctx.keys.free_replaced(old);
     }
     ctx.out.integer(n as i64);
 }

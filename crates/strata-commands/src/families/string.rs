@@ -396,8 +396,8 @@ fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 /// Drops a replaced value, handing big ones to the server to free elsewhere.
-fn free(_ctx: &mut Ctx, old: Option<Value>) {
-    drop(old);
+fn free(ctx: &mut Ctx, old: Option<Value>) {
+    ctx.keys.free_replaced(old);
 }
 
 fn setnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {

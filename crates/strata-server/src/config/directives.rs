@@ -814,6 +814,58 @@ static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "lazyfree-lazy-user-del",
+        alias: None,
+        mutability: Mutable,
+        summary: "DEL frees big values in the background, as UNLINK does.",
+        kind: Kind::Bool {
+            get: |c| c.lazyfree_lazy.user_del,
+            set: |c, v| {
+                c.lazyfree_lazy.user_del = v;
+                Ok(())
+            },
+        },
+    },
+    Directive {
+        name: "lazyfree-lazy-server-del",
+        alias: None,
+        mutability: Mutable,
+        summary: "Big values a command overwrites or deletes as a side effect are freed in the background.",
+        kind: Kind::Bool {
+            get: |c| c.lazyfree_lazy.server_del,
+            set: |c, v| {
+                c.lazyfree_lazy.server_del = v;
+                Ok(())
+            },
+        },
+    },
+    Directive {
+        name: "lazyfree-lazy-expire",
+        alias: None,
+        mutability: Mutable,
+        summary: "Big values of expired keys are freed in the background.",
+        kind: Kind::Bool {
+            get: |c| c.lazyfree_lazy.expire,
+            set: |c, v| {
+                c.lazyfree_lazy.expire = v;
+                Ok(())
+            },
+        },
+    },
+    Directive {
+        name: "lazyfree-lazy-user-flush",
+        alias: None,
+        mutability: Mutable,
+        summary: "FLUSHDB and FLUSHALL without SYNC or ASYNC count as ASYNC.",
+        kind: Kind::Bool {
+            get: |c| c.lazyfree_lazy.user_flush,
+            set: |c, v| {
+                c.lazyfree_lazy.user_flush = v;
+                Ok(())
+            },
+        },
+    },
+    Directive {
         name: "hash-max-listpack-entries",
         alias: Some("hash-max-ziplist-entries"),
         mutability: Mutable,
@@ -1127,6 +1179,10 @@ mod tests {
                 "maxmemory-samples",
                 "lfu-log-factor",
                 "lfu-decay-time",
+                "lazyfree-lazy-user-del",
+                "lazyfree-lazy-server-del",
+                "lazyfree-lazy-expire",
+                "lazyfree-lazy-user-flush",
                 "hash-max-listpack-entries",
                 "hash-max-listpack-value",
                 "set-max-intset-entries",

@@ -260,6 +260,8 @@ pub struct Config {
     pub hz: u32,
     /// `dynamic-hz`: yes.
     pub dynamic_hz: bool,
+    /// `lazyfree-lazy-user-del`, `-server-del`, `-expire`, `-user-flush`: all no.
+    pub lazyfree_lazy: strata_commands::server::LazyFree,
     /// `loglevel`: notice.
     pub loglevel: LogLevel,
     /// `logfile`: none, meaning standard output.
@@ -346,6 +348,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// The `lazyfree-lazy-*` switches.
+    pub fn lazyfree(&self) -> strata_commands::server::LazyFree {
+        self.lazyfree_lazy
+    }
+
     /// The thresholds at which collections change encoding.
     pub fn encoding_limits(&self) -> strata_keyspace::EncodingLimits {
         strata_keyspace::EncodingLimits {
@@ -383,6 +390,7 @@ impl Default for Config {
             maxclients: 10_000,
             hz: 10,
             dynamic_hz: true,
+            lazyfree_lazy: Default::default(),
             loglevel: LogLevel::Notice,
             logfile: None,
             daemonize: false,

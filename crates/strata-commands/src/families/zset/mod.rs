@@ -488,7 +488,7 @@ fn parse_score(arg: &[u8]) -> Result<f64, CmdError> {
     parse_double(arg).ok_or(CmdError::NotFloat)
 }
 
-fn parse_double(arg: &[u8]) -> Option<f64> {
+pub(crate) fn parse_double(arg: &[u8]) -> Option<f64> {
     let v = crate::parse::parse_f64(arg)?;
     let text = arg.to_ascii_lowercase();
     let body = text

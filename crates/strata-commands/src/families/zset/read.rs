@@ -319,12 +319,16 @@ pub(super) fn zrangestore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     let n = result.len();
     if n > 0 {
-        ctx.keys
-            .set(dst, Value::ZSet(Box::new(result)), Ttl::Persist);
+        let old = ctx.keys.set(dst, Value::ZSet(result), Ttl::Persist);
+        ctx.keys.free_replaced(old);
         ctx.keys.changed(dst, "zrangestore");
         ctx.keys.ready(dst);
-    } else if ctx.keys.remove(dst).is_some() {
-        ctx.keys.changed(dst, "del");
+    } else {
+        let old = ctx.keys.remove(dst);
+        if old.is_some() {
+            ctx.keys.changed(dst, "del");
+        }
+        ctx.keys.free_replaced(old);
     }
     ctx.out.integer(n as i64);
     Ok(())

@@ -200,7 +200,8 @@ fn setop_generic(
             if n > 0 {
                 let limits = ctx.server.encoding_limits();
                 let z = ZSet::from_sorted(result, &limits);
-                ctx.keys.set(dst, Value::ZSet(Box::new(z)), Ttl::Persist);
+                let old = ctx.keys.set(dst, Value::ZSet(z), Ttl::Persist);
+                ctx.keys.free_replaced(old);
                 let event = match op {
                     Op::Union => "zunionstore",
                     Op::Inter => "zinterstore",
@@ -208,8 +209,12 @@ fn setop_generic(
                 };
                 ctx.keys.changed(dst, event);
                 ctx.keys.ready(dst);
-            } else if ctx.keys.remove(dst).is_some() {
-                ctx.keys.changed(dst, "del");
+            } else {
+                let old = ctx.keys.remove(dst);
+                if old.is_some() {
+                    ctx.keys.changed(dst, "del");
+                }
+                ctx.keys.free_replaced(old);
             }
             ctx.out.integer(n as i64);
         }

@@ -86,7 +86,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[&[u8]], incr_command: bool) -> CmdResult 
     }
     let first_len = pairs.first().map_or(0, |p| p.1.len());
     let (entry, _) = db.get_or_insert_with(hash, key, now, || {
-        Value::ZSet(Box::new(ZSet::for_first_member(first_len, &limits)))
+        Value::ZSet(ZSet::for_first_member(first_len, &limits))
     });
     if !no_touch {
         entry.touch(now);

@@ -12,6 +12,7 @@ use strata_resp::ReplyWriter;
 use crate::conn::ConnState;
 use crate::ctx::{Ctx, Keys};
 use crate::error::{CmdError, c_str};
+use crate::evict;
 use crate::families::transactions::runs_in_multi;
 use crate::server::Server;
 use crate::spec::{BeginSearch, FindKeys, Flags};
@@ -176,6 +177,19 @@ fn dispatch(
     };
     if !conn.authenticated && !cmd.flags.contains(Flags::NO_AUTH) {
         return reject(ks, conn, out, Some(cmd), b"NOAUTH Authentication required.");
+    }
+    // Redis 7.0 evicts (and refuses what needs memory) right after authentication,
+    // before any other check; nothing is evicted while the dataset loads.
+    if server.eviction().is_some_and(|e| e.enabled())
+        && !server.loading()
+        && evict::perform_evictions(server, ks, now_ms) == evict::Evict::Fail
+        && evict::rejects_on_oom(
+            cmd,
+            conn.multi.as_ref().map(|m| m.queued.as_slice()),
+            server.registry(),
+        )
+    {
+        return reject(ks, conn, out, Some(cmd), evict::OOM_ERROR);
     }
     if conn.in_subscribed_mode() && !allowed_when_subscribed(cmd) {
         let text = format!(

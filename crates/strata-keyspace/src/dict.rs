@@ -378,7 +378,8 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         key.and_then(|k| self.remove(hash, &k))
     }
 
-    fn find_hash_where(&self, hash: u64, pred: &mut impl FnMut(&E) -> bool) -> Option<&E> {
+    /// The first entry with this hash that satisfies `pred`.
+    pub fn find_hash_where(&self, hash: u64, pred: &mut impl FnMut(&E) -> bool) -> Option<&E> {
         let t = tag(hash);
         let tables = std::iter::once(&self.main).chain(self.old.as_ref());
         for table in tables {

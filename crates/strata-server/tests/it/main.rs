@@ -14,6 +14,7 @@ mod diff_pubsub;
 mod diff_set;
 mod diff_zset;
 mod differential;
+mod memory;
 mod persistence;
 mod protocol;
 mod pubsub;

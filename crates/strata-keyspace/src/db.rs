@@ -526,7 +526,7 @@ impl Db {
             return;
         }
         for _ in 0..n {
-            match self.dict.random(rng()) {
+            match self.dict.random_uniform(&mut *rng) {
                 Some(e) => f(e.eviction_score(policy, now_ms), &e.key),
                 None => return,
             }

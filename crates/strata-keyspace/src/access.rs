@@ -10,9 +10,11 @@
 //!   cannot.
 //! - **LFU**: Redis's logarithmic access counter in the low 8 bits (new keys start at
 //!   [`LFU_INIT_VAL`]; each access increments it with probability
-//!   `1 / ((counter - 5) * lfu-log-factor + 1)`), and in the high 24 bits the minute
-//!   of the last decrement; the counter loses one per `lfu-decay-time` minutes
-//!   elapsed, when next read.
+//!   `1 / ((counter - 5) * lfu-log-factor + 1)`), and in the high 24 bits the second
+//!   of the last access (Redis keeps the minute); the counter loses one per
+//!   `lfu-decay-time` minutes elapsed — whole minutes of the clock, as in Redis —
+//!   when next read. The second breaks ties between equal counters in eviction: of
+//!   two keys as frequently used, the one idle longer goes first.
 //!
 //! The mode is process-wide, as Redis's policy is: the server sets it from its
 //! configuration ([`set_mode`]); switching it reinterprets the fields already stored,
@@ -32,7 +34,7 @@ pub const LFU_INIT_VAL: u8 = 5;
 /// Milliseconds per tick of the LRU clock.
 pub const LRU_TICK_MS: u64 = 10;
 
-const MINUTES_MASK: u32 = (1 << 24) - 1;
+const SECONDS_MASK: u32 = (1 << 24) - 1;
 
 static LFU: AtomicBool = AtomicBool::new(false);
 static LOG_FACTOR: AtomicU32 = AtomicU32::new(10);
@@ -58,16 +60,17 @@ pub fn lru_clock(now_ms: u64) -> u32 {
     (now_ms / LRU_TICK_MS) as u32
 }
 
+/// The LFU field's clock: seconds, wrapping at 2^24 (194 days).
 #[inline]
-fn minutes(now_ms: u64) -> u32 {
-    (now_ms / 60_000) as u32 & MINUTES_MASK
+fn seconds(now_ms: u64) -> u32 {
+    (now_ms / 1000) as u32 & SECONDS_MASK
 }
 
 /// The field of a key created at `now_ms`.
 #[inline]
 pub fn initial(now_ms: u64) -> u32 {
     if is_lfu() {
-        (minutes(now_ms) << 8) | LFU_INIT_VAL as u32
+        (seconds(now_ms) << 8) | LFU_INIT_VAL as u32
     } else {
         lru_clock(now_ms)
     }
@@ -81,7 +84,13 @@ pub fn accessed(field: u32, now_ms: u64) -> u32 {
     }
     let counter = lfu_decayed(field, now_ms);
     let counter = lfu_log_incr(counter, LOG_FACTOR.load(Ordering::Relaxed), random_unit());
-    (minutes(now_ms) << 8) | counter as u32
+    (seconds(now_ms) << 8) | counter as u32
+}
+
+/// Seconds since the last access an LFU field records.
+#[inline]
+pub fn lfu_idle_seconds(field: u32, now_ms: u64) -> u32 {
+    seconds(now_ms).wrapping_sub(field >> 8) & SECONDS_MASK
 }
 
 /// Milliseconds since the access an LRU field records.
@@ -102,7 +111,14 @@ fn decay(field: u32, now_ms: u64, decay_minutes: u32) -> u8 {
     if decay_minutes == 0 {
         return counter;
     }
-    let elapsed = minutes(now_ms).wrapping_sub(field >> 8) & MINUTES_MASK;
+    // Whole minutes of the clock between the access and now.
+    let then = field >> 8;
+    let now = seconds(now_ms);
+    let elapsed = if now >= then {
+        now / 60 - then / 60
+    } else {
+        (now + (1 << 24)) / 60 - then / 60
+    };
     let periods = elapsed / decay_minutes;
     counter.saturating_sub(periods.min(255) as u8)
 }
@@ -176,15 +192,19 @@ mod tests {
     #[test]
     fn counters_decay_per_period() {
         let minute = 60_000u64;
-        let field = (10u32 << 8) | 20;
+        // Accessed at 10:30 (minutes:seconds).
+        let field = ((10 * 60 + 30) << 8) | 20;
         assert_eq!(decay(field, 10 * minute + 59_000, 1), 20);
+        // A new minute of the clock is a period, as in Redis, however few seconds.
+        assert_eq!(decay(field, 11 * minute, 1), 19);
         assert_eq!(decay(field, 13 * minute, 1), 17);
         assert_eq!(decay(field, 13 * minute, 2), 19);
         assert_eq!(decay(field, 13 * minute, 0), 20);
         assert_eq!(decay(field, 1000 * minute, 1), 0);
-        // The minute clock wraps.
-        let late = (MINUTES_MASK << 8) | 20;
-        assert_eq!(decay(late, 2 * minute, 1), 17);
+        // The clock wraps.
+        let late = (SECONDS_MASK << 8) | 20;
+        assert_eq!(decay(late, 2 * minute, 1), 18);
+        assert_eq!(lfu_idle_seconds(field, 11 * minute), 30);
     }
 
     #[test]

@@ -94,7 +94,11 @@ impl Entry {
     pub fn eviction_score(&self, policy: Policy, now_ms: u64) -> u64 {
         match policy {
             Policy::Lru => access::idle_ms(self.lru, now_ms),
-            Policy::Lfu => 255 - u64::from(self.freq(now_ms)),
+            // Equal counters are told apart by idle time (see `access`).
+            Policy::Lfu => {
+                (255 - u64::from(self.freq(now_ms))) << 32
+                    | u64::from(access::lfu_idle_seconds(self.lru, now_ms))
+            }
             Policy::Ttl => u64::MAX - self.expire_at,
             Policy::Random => 0,
         }

@@ -13,6 +13,7 @@ use strata_resp::ReplyWriter;
 use crate::conn::ConnState;
 use crate::ctx::{Ctx, Keys};
 use crate::error::{CmdError, c_str};
+use crate::evict;
 use crate::families::transactions::runs_in_multi;
 use crate::server::Server;
 use crate::spec::{BeginSearch, FindKeys, Flags};
@@ -180,6 +181,19 @@ fn dispatch(
     }
     if let Err(text) = crate::families::acl::check_command(server, conn, cmd, argv, now_ms) {
         return reject(ks, conn, out, Some(cmd), text.as_bytes());
+    }
+    // Redis 7.0 evicts (and refuses what needs memory) right after the
+    // authentication and ACL checks; nothing is evicted while the dataset loads.
+    if server.eviction().is_some_and(|e| e.enabled())
+        && !server.loading()
+        && evict::perform_evictions(server, ks, now_ms) == evict::Evict::Fail
+        && evict::rejects_on_oom(
+            cmd,
+            conn.multi.as_ref().map(|m| m.queued.as_slice()),
+            server.registry(),
+        )
+    {
+        return reject(ks, conn, out, Some(cmd), evict::OOM_ERROR);
     }
     if conn.in_subscribed_mode() && !allowed_when_subscribed(cmd) {
         let text = format!(

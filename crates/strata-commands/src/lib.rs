@@ -16,6 +16,7 @@ pub mod conn;
 pub mod ctx;
 pub mod effects;
 pub mod error;
+pub mod evict;
 pub mod exec;
 pub mod families;
 pub mod longdouble;
@@ -35,7 +36,7 @@ pub use ctx::{Ctx, Keys};
 pub use error::{CmdError, CmdResult};
 pub use exec::{Outcome, execute};
 pub use pubsub::PubSub;
-pub use server::{KeyspaceSummary, Server, ShutdownMode};
+pub use server::{KeyspaceSummary, MemoryReport, Server, ShutdownMode};
 pub use table::{Command, Registry};
 
 /// The registry of every command strata implements.

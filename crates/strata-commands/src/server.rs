@@ -18,6 +18,30 @@ pub struct KeyspaceSummary {
     pub hits: u64,
     pub misses: u64,
     pub expired: u64,
+    /// Bytes of the tables' slot arrays per database.
+    pub table_bytes: Vec<usize>,
+}
+
+/// The server's memory figures for MEMORY STATS / DOCTOR and INFO memory, in bytes.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryReport {
+    /// What the allocator says the application holds (`used_memory`).
+    pub total: u64,
+    /// The highest `total` seen.
+    pub peak: u64,
+    /// `total` when the server had just started.
+    pub startup: u64,
+    /// Clients' query and output buffers.
+    pub clients_normal: u64,
+    /// Connected clients.
+    pub clients: u64,
+    /// The allocator's active and resident bytes.
+    pub allocator_active: u64,
+    pub allocator_resident: u64,
+    /// The process's resident set.
+    pub rss: u64,
+    /// What eviction leaves out (`mem_not_counted_for_evict`).
+    pub not_counted_for_evict: u64,
 }
 
 /// How SHUTDOWN was asked to treat the dataset.
@@ -139,6 +163,29 @@ pub trait Server: Send + Sync {
     /// The pub/sub hub (subscriptions, MONITOR clients, keyspace notifications);
     /// `None` for a server without one, such as a test's fake.
     fn pubsub(&self) -> Option<&crate::pubsub::PubSub> {
+        None
+    }
+
+    /// The `maxmemory` state (limit, policy, pool, counters); `None` for a server
+    /// that never evicts, such as a test's fake.
+    fn eviction(&self) -> Option<&crate::evict::Eviction> {
+        None
+    }
+
+    /// The memory eviction compares with `maxmemory`: what the allocator holds, less
+    /// what deleting keys cannot free (Redis's `mem_not_counted_for_evict`).
+    /// Expensive enough to be read only every few commands.
+    fn memory_for_eviction(&self) -> u64 {
+        0
+    }
+
+    /// The memory figures of MEMORY STATS and DOCTOR.
+    fn memory_report(&self) -> MemoryReport {
+        MemoryReport::default()
+    }
+
+    /// MEMORY MALLOC-STATS: the allocator's report, if it gives one.
+    fn malloc_stats(&self) -> Option<String> {
         None
     }
 

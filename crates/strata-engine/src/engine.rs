@@ -435,6 +435,12 @@ impl Engine {
         }
     }
 
+    /// Bytes the in-memory index holds, by estimate: one slot per key, and per
+    /// deleted key until compaction drops its tombstone.
+    pub fn index_memory(&self) -> u64 {
+        self.inner.index.memory_bytes()
+    }
+
     /// The log beneath the engine, to inspect its segments.
     ///
     /// Records appended through it directly bypass the engine's index: they

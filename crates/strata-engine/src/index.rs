@@ -197,6 +197,11 @@ pub trait Index: Send + Sync + fmt::Debug {
     /// Number of keys with an entry (expired keys included until compaction removes them).
     fn len(&self) -> u64;
 
+    /// Bytes the index holds in memory, by estimate (0 if it cannot say).
+    fn memory_bytes(&self) -> u64 {
+        0
+    }
+
     /// True when no key has an entry.
     fn is_empty(&self) -> bool {
         self.len() == 0

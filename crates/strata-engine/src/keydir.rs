@@ -255,6 +255,16 @@ impl Index for Keydir {
         self.shards.iter().map(|s| s.read().len() as u64).sum()
     }
 
+    /// The tables' slots (a control byte each, and the key and entry stored inline),
+    /// full or not; long keys' and operand chains' own allocations are left out.
+    fn memory_bytes(&self) -> u64 {
+        let slot = (std::mem::size_of::<(KeyBuf, KeyEntry)>() + 1) as u64;
+        self.shards
+            .iter()
+            .map(|s| s.read().capacity() as u64 * slot)
+            .sum()
+    }
+
     fn partitions(&self) -> usize {
         SHARDS
     }

@@ -28,8 +28,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::KeyHasher;
+use crate::access;
 use crate::compact::CompactBytes;
 use crate::dict::{Dict, DictEntry, Pos};
+use crate::evict::Policy;
 use crate::value::Value;
 
 /// A key and what it holds.
@@ -39,7 +41,7 @@ pub struct Entry {
     pub value: Value,
     /// Absolute expiry in Unix milliseconds; 0 when the key has no TTL.
     expire_at: u64,
-    /// Last access, in seconds of the keyspace clock (for OBJECT IDLETIME and LRU).
+    /// Last access (LRU) or access frequency (LFU): see [`crate::access`].
     lru: u32,
 }
 
@@ -70,26 +72,42 @@ impl Entry {
         self.key = CompactBytes::new(key);
     }
 
-    /// Records an access at `now_ms`.
+    /// Records an access at `now_ms` (a new time under LRU, a counter increment under
+    /// LFU).
     #[inline]
     pub fn touch(&mut self, now_ms: u64) {
-        self.lru = lru_clock(now_ms);
+        self.lru = access::accessed(self.lru, now_ms);
     }
 
-    /// Seconds since the last access.
+    /// Seconds since the last access (meaningful under LRU).
     pub fn idle_seconds(&self, now_ms: u64) -> u64 {
-        lru_clock(now_ms).saturating_sub(self.lru) as u64
+        access::idle_ms(self.lru, now_ms) / 1000
+    }
+
+    /// The LFU counter after its decay (meaningful under LFU).
+    pub fn freq(&self, now_ms: u64) -> u8 {
+        access::lfu_decayed(self.lru, now_ms)
+    }
+
+    /// How good a candidate for eviction the entry is under `policy`: the higher,
+    /// the better (Redis's `idle` in its eviction pool).
+    pub fn eviction_score(&self, policy: Policy, now_ms: u64) -> u64 {
+        match policy {
+            Policy::Lru => access::idle_ms(self.lru, now_ms),
+            // Equal counters are told apart by idle time (see `access`).
+            Policy::Lfu => {
+                (255 - u64::from(self.freq(now_ms))) << 32
+                    | u64::from(access::lfu_idle_seconds(self.lru, now_ms))
+            }
+            Policy::Ttl => u64::MAX - self.expire_at,
+            Policy::Random => 0,
+        }
     }
 
     /// Bytes this entry holds: the entry itself, its key and its value.
     pub fn memory_usage(&self) -> usize {
         std::mem::size_of::<Entry>() + self.key.heap_size() + self.value.heap_size()
     }
-}
-
-#[inline]
-fn lru_clock(now_ms: u64) -> u32 {
-    (now_ms / 1000) as u32
 }
 
 /// What happens to a key's TTL when its value is replaced.
@@ -337,7 +355,7 @@ impl Db {
                     key: CompactBytes::new(key),
                     value,
                     expire_at: when,
-                    lru: lru_clock(now_ms),
+                    lru: access::initial(now_ms),
                 };
                 self.dict.insert(hash, Box::new(entry));
                 self.index_add(when, hash);
@@ -363,7 +381,7 @@ impl Db {
             key: CompactBytes::new(key),
             value: make(),
             expire_at: 0,
-            lru: lru_clock(now_ms),
+            lru: access::initial(now_ms),
         };
         self.log(KeyEvent::New, key);
         let (e, _) = self.dict.get_or_insert_with(hash, key, || Box::new(entry));
@@ -487,6 +505,64 @@ impl Db {
             self.find_live(hash, &key, now_ms);
         }
         None
+    }
+
+    /// Samples up to `n` keys for eviction under `policy` — only keys with a TTL
+    /// when `volatile` — and calls `f(score, key)` for each (see [`crate::evict`]).
+    /// Under the TTL policy the keys nearest their expiry are taken in order rather
+    /// than sampled: the expiry index gives them for free.
+    pub fn eviction_sample(
+        &self,
+        policy: Policy,
+        volatile: bool,
+        n: usize,
+        now_ms: u64,
+        rng: &mut impl FnMut() -> u64,
+        mut f: impl FnMut(u64, &[u8]),
+    ) {
+        let mut offer = |when: u64, hash: u64| {
+            if let Some(e) = self
+                .dict
+                .find_hash_where(hash, &mut |e| e.expire_at == when)
+            {
+                f(e.eviction_score(policy, now_ms), &e.key);
+            }
+        };
+        if volatile || policy == Policy::Ttl {
+            let (Some((&(first, _), _)), Some((&(last, _), _))) = (
+                self.expires.first_key_value(),
+                self.expires.last_key_value(),
+            ) else {
+                return;
+            };
+            if policy == Policy::Ttl {
+                for &(when, hash) in self.expires.keys().take(n) {
+                    offer(when, hash);
+                }
+                return;
+            }
+            // A random point of the index: its next entry (wrapping to the first).
+            for _ in 0..n {
+                let span = last - first;
+                let when = first + rng() % span.saturating_add(1).max(1);
+                let point = (when, rng());
+                let (&(w, h), _) = match self.expires.range(point..).next() {
+                    Some(found) => found,
+                    None => match self.expires.first_key_value() {
+                        Some(found) => found,
+                        None => return,
+                    },
+                };
+                offer(w, h);
+            }
+            return;
+        }
+        for _ in 0..n {
+            match self.dict.random_uniform(&mut *rng) {
+                Some(e) => f(e.eviction_score(policy, now_ms), &e.key),
+                None => return,
+            }
+        }
     }
 
     /// Advances an incremental resize, if any; returns whether one is in progress.
@@ -706,6 +782,53 @@ mod tests {
             x
         };
         assert_eq!(d.random_key(100, &mut rng), Some(b"live".to_vec()));
+    }
+
+    #[test]
+    fn eviction_samples_follow_the_policy() {
+        let mut d = db();
+        for i in 0..100u64 {
+            set(&mut d, &format!("t{i}"), "v", Ttl::At(10_000 + i), 0);
+            set(&mut d, &format!("p{i}"), "v", Ttl::Persist, 0);
+        }
+        let mut x = 7u64;
+        let mut rng = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x
+        };
+        // TTL order: the nearest expiries, in order.
+        let mut seen = Vec::new();
+        d.eviction_sample(Policy::Ttl, true, 3, 0, &mut rng, |score, key| {
+            seen.push((score, key.to_vec()))
+        });
+        assert_eq!(
+            seen,
+            vec![
+                (u64::MAX - 10_000, b"t0".to_vec()),
+                (u64::MAX - 10_001, b"t1".to_vec()),
+                (u64::MAX - 10_002, b"t2".to_vec()),
+            ]
+        );
+        // Volatile sampling only ever yields keys with a TTL.
+        let mut volatile = 0;
+        d.eviction_sample(Policy::Lru, true, 200, 0, &mut rng, |_, key| {
+            assert!(key.starts_with(b"t"));
+            volatile += 1;
+        });
+        assert_eq!(volatile, 200);
+        // All keys: both kinds turn up; idle time is the LRU score.
+        let (mut t, mut p) = (0, 0);
+        d.eviction_sample(Policy::Lru, false, 200, 5_000, &mut rng, |score, key| {
+            assert_eq!(score, 5_000);
+            if key.starts_with(b"t") {
+                t += 1
+            } else {
+                p += 1
+            }
+        });
+        assert!(t > 20 && p > 20, "{t} {p}");
     }
 
     #[test]

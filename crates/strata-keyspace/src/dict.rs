@@ -378,7 +378,8 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         key.and_then(|k| self.remove(hash, &k))
     }
 
-    fn find_hash_where(&self, hash: u64, pred: &mut impl FnMut(&E) -> bool) -> Option<&E> {
+    /// The first entry with this hash that satisfies `pred`.
+    pub fn find_hash_where(&self, hash: u64, pred: &mut impl FnMut(&E) -> bool) -> Option<&E> {
         let t = tag(hash);
         let tables = std::iter::once(&self.main).chain(self.old.as_ref());
         for table in tables {
@@ -563,6 +564,34 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
                 None
             }
         })
+    }
+
+    /// A random entry with (nearly) equal chances for all: a few random slots are
+    /// probed and the first full one taken, falling back to [`Dict::random`]. The
+    /// latter takes the first entry after a random slot, which favours entries that
+    /// follow empty slots (the heads of probe runs) and rarely gives one deep in a
+    /// run; eviction samples with this instead, so that no key escapes it.
+    pub fn random_uniform(&self, mut r: impl FnMut() -> u64) -> Option<&E> {
+        let total = self.len();
+        if total == 0 {
+            return None;
+        }
+        for _ in 0..8 {
+            let x = r();
+            let (table, lo) = match &self.old {
+                Some(old) if (x >> 32) as usize % total < old.items => (old, self.migrated),
+                _ if self.main.items > 0 => (&self.main, 0),
+                Some(old) => (old, self.migrated),
+                None => return None,
+            };
+            let i = lo + (x as u32 as usize) % (table.capacity() - lo).max(1);
+            if table.ctrl.get(i).is_some_and(|&c| c >= 0x80)
+                && let Some(Some(e)) = table.slots.get(i)
+            {
+                return Some(e);
+            }
+        }
+        self.random(r())
     }
 
     /// One step of a SCAN: calls `f` for the entries of the bucket(s) that `cursor`

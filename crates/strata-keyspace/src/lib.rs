@@ -14,9 +14,11 @@
 //! - [`zset`]: sorted sets.
 //! - [`hash`], [`set`]: the hash and set values and their encodings.
 
+pub mod access;
 pub mod compact;
 pub mod db;
 pub mod dict;
+pub mod evict;
 pub mod glob;
 pub mod hash;
 pub mod keyspace;

@@ -1,4 +1,5 @@
-//! The background cron: active expiry, incremental rehashing and statistics samples,
+//! The background cron: active expiry, incremental rehashing, eviction down to
+//! `maxmemory` and statistics samples,
 //! `hz` times a second, on its own thread; once a second, the persistence checks
 //! (`save` points, automatic compaction).
 //!
@@ -32,6 +33,7 @@ pub fn spawn(state: Arc<ServerState>) -> std::thread::JoinHandle<()> {
                 let period = Duration::from_micros(1_000_000 / hz);
                 let tick = Instant::now();
                 next_shard = run_tick(&state, next_shard, period / 4);
+                evict(&state);
                 if last_sample.elapsed() >= Duration::from_millis(100) {
                     state.stats.sample_ops(unix_ms());
                     last_sample = Instant::now();
@@ -106,4 +108,12 @@ pub fn run_tick(state: &ServerState, start: usize, budget: Duration) -> usize {
         .peak_memory
         .fetch_max(crate::memory::allocated(), Ordering::Relaxed);
     start
+}
+
+/// Evicts down to `maxmemory` with no command to do it (after CONFIG SET lowered the
+/// limit, or when commands' own time budgets ran out).
+fn evict(state: &ServerState) {
+    if state.eviction.enabled() && !state.loading.load(Ordering::Acquire) {
+        strata_commands::evict::perform_evictions(state, &state.keyspace, unix_ms());
+    }
 }

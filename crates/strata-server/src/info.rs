@@ -91,7 +91,7 @@ fn section(state: &ServerState, ks: &KeyspaceSummary, name: &str, out: &mut Stri
     match name {
         "server" => server(state, out),
         "clients" => clients(state, out),
-        "memory" => memory(state, out),
+        "memory" => memory(state, out, ks),
         "persistence" => persistence(state, out),
         "stats" => stats(state, ks, out),
         "replication" => replication(state, out),
@@ -232,13 +232,11 @@ fn total_system_memory() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn memory(state: &ServerState, out: &mut String) {
-    let used = crate::memory::allocated();
-    let rss = rss_bytes();
-    let peak = state
-        .peak_memory
-        .fetch_max(used, Ordering::Relaxed)
-        .max(used);
+fn memory(state: &ServerState, out: &mut String, ks: &KeyspaceSummary) {
+    let r = crate::memory::report(state);
+    let o = strata_commands::families::memory::overhead(&r, ks);
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let (used, rss, peak) = (r.total, r.rss, r.peak);
     let cfg = state.config.read();
     title(out, "Memory");
     field!(out, "used_memory", "{used}");
@@ -248,11 +246,18 @@ fn memory(state: &ServerState, out: &mut String) {
     field!(out, "used_memory_peak", "{peak}");
     field!(out, "used_memory_peak_human", "{}", human_bytes(peak));
     let perc = if peak > 0 {
-        used as f64 * 100.0 / peak as f64
+        ratio(used * 100, peak)
     } else {
         100.0
     };
     field!(out, "used_memory_peak_perc", "{perc:.2}%");
+    field!(out, "used_memory_overhead", "{}", o.total);
+    field!(out, "used_memory_startup", "{}", r.startup);
+    field!(out, "used_memory_dataset", "{}", o.dataset);
+    field!(out, "used_memory_dataset_perc", "{:.2}%", o.dataset_perc);
+    field!(out, "allocator_allocated", "{used}");
+    field!(out, "allocator_active", "{}", r.allocator_active);
+    field!(out, "allocator_resident", "{}", r.allocator_resident);
     let total = total_system_memory();
     field!(out, "total_system_memory", "{total}");
     field!(out, "total_system_memory_human", "{}", human_bytes(total));
@@ -260,13 +265,63 @@ fn memory(state: &ServerState, out: &mut String) {
     field!(out, "maxmemory", "{}", cfg.maxmemory);
     field!(out, "maxmemory_human", "{}", human_bytes(cfg.maxmemory));
     field!(out, "maxmemory_policy", "{}", cfg.maxmemory_policy.name());
-    let frag = if used > 0 {
-        rss as f64 / used as f64
-    } else {
-        0.0
-    };
-    field!(out, "mem_fragmentation_ratio", "{frag:.2}");
+    field!(
+        out,
+        "allocator_frag_ratio",
+        "{:.2}",
+        ratio(r.allocator_active, used)
+    );
+    field!(
+        out,
+        "allocator_frag_bytes",
+        "{}",
+        r.allocator_active.saturating_sub(used)
+    );
+    field!(
+        out,
+        "allocator_rss_ratio",
+        "{:.2}",
+        ratio(r.allocator_resident, r.allocator_active)
+    );
+    field!(
+        out,
+        "allocator_rss_bytes",
+        "{}",
+        r.allocator_resident.saturating_sub(r.allocator_active)
+    );
+    field!(
+        out,
+        "rss_overhead_ratio",
+        "{:.2}",
+        ratio(rss, r.allocator_resident)
+    );
+    field!(
+        out,
+        "rss_overhead_bytes",
+        "{}",
+        rss.saturating_sub(r.allocator_resident)
+    );
+    field!(out, "mem_fragmentation_ratio", "{:.2}", ratio(rss, used));
+    field!(
+        out,
+        "mem_fragmentation_bytes",
+        "{}",
+        rss as i64 - used as i64
+    );
+    field!(
+        out,
+        "mem_not_counted_for_evict",
+        "{}",
+        r.not_counted_for_evict
+    );
+    field!(out, "mem_replication_backlog", "0");
+    field!(out, "mem_total_replication_buffers", "0");
+    field!(out, "mem_clients_slaves", "0");
+    field!(out, "mem_clients_normal", "{}", r.clients_normal);
+    field!(out, "mem_cluster_links", "0");
+    field!(out, "mem_aof_buffer", "0");
     field!(out, "mem_allocator", "{}", crate::memory::ALLOCATOR);
+    field!(out, "active_defrag_running", "0");
     field!(
         out,
         "lazyfree_pending_objects",
@@ -504,7 +559,12 @@ fn stats(state: &ServerState, ks: &KeyspaceSummary, out: &mut String) {
     field!(out, "sync_partial_ok", "0");
     field!(out, "sync_partial_err", "0");
     field!(out, "expired_keys", "{expired}");
-    field!(out, "evicted_keys", "0");
+    field!(
+        out,
+        "evicted_keys",
+        "{}",
+        state.eviction.evicted_keys.load(Ordering::Relaxed)
+    );
     field!(out, "evicted_clients", "0");
     field!(out, "keyspace_hits", "{hits}");
     field!(out, "keyspace_misses", "{misses}");

@@ -1,4 +1,11 @@
 //! The process's memory as the allocator counts it.
+//!
+//! Reading jemalloc's totals means advancing its statistics epoch (merging every
+//! arena's counters), so the hot path never does it: eviction reads it through
+//! [`strata_commands::evict::Gauge`], at most once per millisecond and only while
+//! `maxmemory` is set; INFO and MEMORY read it on demand.
+
+use std::sync::atomic::Ordering;
 
 /// The allocator INFO names.
 pub const ALLOCATOR: &str = "jemalloc-5.3.0";
@@ -8,4 +15,101 @@ pub const ALLOCATOR: &str = "jemalloc-5.3.0";
 pub fn allocated() -> u64 {
     let _ = tikv_jemalloc_ctl::epoch::advance();
     tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
+}
+
+/// jemalloc's figures after advancing its epoch: (allocated, active, resident,
+/// mapped, retained), in bytes; zeros where it cannot say.
+pub fn allocator_stats() -> AllocatorStats {
+    use tikv_jemalloc_ctl::stats;
+    let _ = tikv_jemalloc_ctl::epoch::advance();
+    let read = |r: tikv_jemalloc_ctl::Result<usize>| r.map_or(0, |n| n as u64);
+    AllocatorStats {
+        allocated: read(stats::allocated::read()),
+        active: read(stats::active::read()),
+        resident: read(stats::resident::read()),
+        mapped: read(stats::mapped::read()),
+        retained: read(stats::retained::read()),
+    }
+}
+
+/// See [`allocator_stats`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllocatorStats {
+    pub allocated: u64,
+    pub active: u64,
+    pub resident: u64,
+    pub mapped: u64,
+    pub retained: u64,
+}
+
+/// The eviction's view of `maxmemory-policy`.
+pub fn eviction_policy(
+    policy: crate::config::MaxmemoryPolicy,
+) -> strata_commands::evict::MaxmemoryPolicy {
+    use crate::config::MaxmemoryPolicy as C;
+    use strata_commands::evict::MaxmemoryPolicy as E;
+    use strata_keyspace::evict::Policy;
+    match policy {
+        C::Noeviction => E::NoEviction,
+        C::AllkeysLru => E::AllKeys(Policy::Lru),
+        C::AllkeysLfu => E::AllKeys(Policy::Lfu),
+        C::AllkeysRandom => E::AllKeys(Policy::Random),
+        C::VolatileLru => E::Volatile(Policy::Lru),
+        C::VolatileLfu => E::Volatile(Policy::Lfu),
+        C::VolatileRandom => E::Volatile(Policy::Random),
+        C::VolatileTtl => E::Volatile(Policy::Ttl),
+    }
+}
+
+/// What deleting keys cannot free (Redis's `mem_not_counted_for_evict`, which there
+/// is the AOF and replica buffers): with persistence on, the store's index, which
+/// holds an entry for every key — and a tombstone for every deleted one until the
+/// next compaction — so an eviction does not shrink it.
+pub fn not_counted_for_evict(state: &crate::state::ServerState) -> u64 {
+    state
+        .persist
+        .load()
+        .as_ref()
+        .and_then(|p| p.engine())
+        .map_or(0, |e| e.index_memory())
+}
+
+/// The figures of MEMORY STATS / DOCTOR and INFO memory.
+pub fn report(state: &crate::state::ServerState) -> strata_commands::MemoryReport {
+    let a = allocator_stats();
+    let peak = state
+        .peak_memory
+        .fetch_max(a.allocated, Ordering::Relaxed)
+        .max(a.allocated);
+    let clients = strata_commands::Server::clients(state);
+    let buffers: u64 = clients
+        .iter()
+        .map(|c| (c.qbuf.load(Ordering::Relaxed) + c.obuf.load(Ordering::Relaxed)) as u64)
+        .sum();
+    strata_commands::MemoryReport {
+        total: a.allocated,
+        peak,
+        startup: state.startup_memory.load(Ordering::Relaxed),
+        clients_normal: buffers,
+        clients: clients.len() as u64,
+        allocator_active: a.active,
+        allocator_resident: a.resident,
+        rss: crate::info::rss_bytes(),
+        not_counted_for_evict: not_counted_for_evict(state),
+    }
+}
+
+/// MEMORY MALLOC-STATS: jemalloc's totals (its full `malloc_stats_print` report is
+/// out of reach of safe code).
+pub fn malloc_stats() -> String {
+    let a = allocator_stats();
+    let arenas = tikv_jemalloc_ctl::arenas::narenas::read().unwrap_or(0);
+    format!(
+        "___ Begin jemalloc statistics ___\n\
+         Version: \"5.3.0\"\n\
+         Arenas: {arenas}\n\
+         Allocated: {}, active: {}, resident: {}, mapped: {}, retained: {}\n\
+         --- End jemalloc statistics ---\n",
+        a.allocated, a.active, a.resident, a.mapped, a.retained
+    )
 }

@@ -40,6 +40,8 @@ pub struct ServerState {
     pub on_loglevel: Mutex<Option<crate::LogLevelSetter>>,
     /// The highest `used_memory` seen (INFO's `used_memory_peak`).
     pub peak_memory: AtomicU64,
+    /// `used_memory` once the server was set up (INFO's `used_memory_startup`).
+    pub startup_memory: AtomicU64,
     /// Error replies by their first word (INFO errorstats).
     errors: Mutex<BTreeMap<String, u64>>,
     /// Clients blocked on keys.
@@ -64,6 +66,8 @@ pub struct ServerState {
     pub acl: strata_commands::acl::Acl,
     /// EVAL scripts, FUNCTION libraries, the Lua interpreters, the running scripts.
     pub scripting: strata_commands::scripting::Scripting,
+    /// `maxmemory` and eviction.
+    pub eviction: strata_commands::evict::Eviction,
 }
 
 pub fn unix_ms() -> u64 {
@@ -108,6 +112,7 @@ impl ServerState {
             tcp_port: AtomicUsize::new(0),
             on_loglevel: Mutex::new(None),
             peak_memory: AtomicU64::new(0),
+            startup_memory: AtomicU64::new(crate::memory::allocated()),
             errors: Mutex::new(BTreeMap::new()),
             blocking: Default::default(),
             persist: arc_swap::ArcSwapOption::empty(),
@@ -119,6 +124,7 @@ impl ServerState {
             pause: Default::default(),
             acl,
             scripting: Default::default(),
+            eviction: strata_commands::evict::Eviction::new(),
         })
         .with_settings_applied()
     }
@@ -135,6 +141,7 @@ impl ServerState {
             "acl-pubsub-default",
             "busy-reply-threshold",
             "lua-memory-limit",
+            "maxmemory-policy",
         ]);
         self
     }
@@ -256,6 +263,27 @@ impl ServerState {
                     .tracking
                     .max_keys
                     .store(cfg.tracking_table_max_keys as usize, Ordering::Relaxed),
+                "maxmemory" | "maxmemory-policy" | "maxmemory-samples" | "lfu-log-factor"
+                | "lfu-decay-time" => {
+                    let policy = crate::memory::eviction_policy(cfg.maxmemory_policy);
+                    self.eviction
+                        .configure(cfg.maxmemory, policy, cfg.maxmemory_samples);
+                    strata_keyspace::access::set_mode(
+                        policy.is_lfu(),
+                        cfg.lfu_log_factor,
+                        cfg.lfu_decay_time,
+                    );
+                    if *name == "maxmemory" && cfg.maxmemory > 0 {
+                        let used = crate::memory::allocated();
+                        if used > cfg.maxmemory {
+                            tracing::warn!(
+                                "WARNING: the new maxmemory value set via CONFIG SET ({}) is smaller than the current memory usage ({}). This will result in key eviction and/or the inability to accept new write commands depending on the maxmemory-policy.",
+                                cfg.maxmemory,
+                                used
+                            );
+                        }
+                    }
+                }
                 "appendonly" | "appendfsync" => {
                     crate::persist::control::config_changed(self, name);
                 }
@@ -295,6 +323,7 @@ impl Server for ServerState {
     fn reset_stats(&self) {
         self.stats.reset();
         self.lazyfree.reset_stats();
+        self.eviction.evicted_keys.store(0, Ordering::Relaxed);
         self.errors.lock().clear();
         for s in 0..self.keyspace.num_shards() {
             let mut shard = self.keyspace.lock(s);
@@ -415,6 +444,22 @@ impl Server for ServerState {
 
     fn pubsub(&self) -> Option<&PubSub> {
         Some(&self.pubsub)
+    }
+
+    fn eviction(&self) -> Option<&strata_commands::evict::Eviction> {
+        Some(&self.eviction)
+    }
+
+    fn memory_report(&self) -> strata_commands::MemoryReport {
+        crate::memory::report(self)
+    }
+
+    fn malloc_stats(&self) -> Option<String> {
+        Some(crate::memory::malloc_stats())
+    }
+
+    fn memory_for_eviction(&self) -> u64 {
+        crate::memory::allocated().saturating_sub(crate::memory::not_counted_for_evict(self))
     }
 
     fn pause_clients(&self, until_ms: u64, writes_only: bool) {

@@ -830,22 +830,34 @@ fn object_encoding(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn object_freq(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(args[2]);
-    if db.get(hash, args[2], now).is_none() {
+    let Some(e) = db.get(hash, args[2], now) else {
         ctx.out.null();
         return Ok(());
+    };
+    if !strata_keyspace::access::is_lfu() {
+        return Err(CmdError::err(
+            "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
     }
-    Err(CmdError::err(
-        "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
-    ))
+    let freq = e.freq(now);
+    ctx.out.integer(freq as i64);
+    Ok(())
 }
 
 fn object_idletime(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(args[2]);
-    match db.get(hash, args[2], now) {
-        Some(e) => ctx.out.integer(e.idle_seconds(now) as i64),
-        None => ctx.out.null(),
+    let Some(e) = db.get(hash, args[2], now) else {
+        ctx.out.null();
+        return Ok(());
+    };
+    if strata_keyspace::access::is_lfu() {
+        return Err(CmdError::err(
+            "An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
     }
+    let idle = e.idle_seconds(now);
+    ctx.out.integer(idle as i64);
     Ok(())
 }
 

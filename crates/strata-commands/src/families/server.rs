@@ -202,6 +202,7 @@ fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut summary = KeyspaceSummary {
         keys: vec![0; dbs],
         expires: vec![0; dbs],
+        table_bytes: vec![0; dbs],
         ..Default::default()
     };
     ctx.keys.for_each_shard(|shard| {
@@ -210,6 +211,7 @@ fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         for (i, db) in shard.dbs().iter().enumerate() {
             summary.keys[i] += db.len();
             summary.expires[i] += db.expires_len();
+            summary.table_bytes[i] += db.table_bytes();
             summary.expired += db.expired;
         }
     });

@@ -16,7 +16,7 @@ use crate::support::{Proc, Raw, redis_available, redis_server, strata};
 const QUIET: Duration = Duration::from_millis(40);
 
 /// A real Redis and strata side by side, with the same number of connections to each.
-struct Duo {
+pub(crate) struct Duo {
     _redis: Proc,
     _strata: Proc,
     conns: Vec<(Raw, Raw)>,
@@ -26,7 +26,7 @@ struct Duo {
 }
 
 impl Duo {
-    fn start(extra: &[&str], connections: usize) -> Option<Duo> {
+    pub(crate) fn start(extra: &[&str], connections: usize) -> Option<Duo> {
         if !redis_available() {
             return None;
         }
@@ -64,7 +64,7 @@ impl Duo {
 
     /// Sends a command on connection `i` of both servers and compares the reply and
     /// anything that follows it.
-    fn run(&mut self, i: usize, cmd: &[&str]) {
+    pub(crate) fn run(&mut self, i: usize, cmd: &[&str]) {
         let args: Vec<&[u8]> = cmd.iter().map(|a| a.as_bytes()).collect();
         let (r, s) = &mut self.conns[i];
         r.send(&args);
@@ -133,7 +133,7 @@ impl Duo {
     }
 
     /// Compares what connection `i` received since its last step.
-    fn received(&mut self, i: usize) {
+    pub(crate) fn received(&mut self, i: usize) {
         let (r, s) = &mut self.conns[i];
         let want = r.read_quiet(QUIET * 3);
         let got = s.read_quiet(QUIET * 3);
@@ -148,13 +148,13 @@ impl Duo {
         self.record(format!("#{i} received"), &want, &got);
     }
 
-    fn script(&mut self, steps: &[(usize, &[&str])]) {
+    pub(crate) fn script(&mut self, steps: &[(usize, &[&str])]) {
         for (i, cmd) in steps {
             self.run(*i, cmd);
         }
     }
 
-    fn finish(self) {
+    pub(crate) fn finish(self) {
         assert!(
             self.mismatches.is_empty(),
             "{} mismatches:\n{}",

@@ -20,6 +20,7 @@ mod differential;
 mod hostile;
 mod lazyfree;
 mod limits;
+mod memory;
 mod persistence;
 mod protected_mode;
 mod protocol;

@@ -284,6 +284,7 @@ pub const MENU: &[(&str, u32)] = &[
     ("hello", 2),
     ("reset", 1),
     ("memory|usage", 2),
+    ("memory|help", 1),
     ("watch", 2),
     ("unwatch", 1),
     ("exec", 1),
@@ -373,9 +374,12 @@ pub const NOT_DRAWN: &[(&str, &str)] = &[
     ("command|docs", "command|errors"),
     // Compared with Redis's text in client_control.rs.
     ("client|help", "client_control"),
-    // Likewise MEMORY: DOCTOR, STATS, MALLOC-STATS and PURGE come with memory
-    // accounting, so the help texts differ until then.
-    ("memory|help", "unknown"),
+    // Their figures and texts depend on the process's memory: memory.rs checks their
+    // shape and errors against Redis.
+    ("memory|stats", "memory"),
+    ("memory|doctor", "memory"),
+    ("memory|malloc-stats", "memory"),
+    ("memory|purge", "memory"),
     // Pub/sub changes what a connection may send and receive (subscribed mode,
     // messages between the replies); its transcripts are in diff_pubsub.rs.
     ("subscribe", "diff_pubsub"),
@@ -959,7 +963,7 @@ impl Gen {
                 }
                 Step::Cmd(args, Cmp::Unordered)
             }
-            "object|help" | "command|help" | "config|help" => {
+            "object|help" | "command|help" | "config|help" | "memory|help" => {
                 let sub = self.word("help");
                 exact(vec![w, sub])
             }

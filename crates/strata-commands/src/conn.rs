@@ -266,6 +266,10 @@ pub struct ConnState {
     /// Close the connection once the pending replies are written (QUIT, protocol
     /// errors).
     pub close_after_reply: bool,
+    /// Whether memory was over `maxmemory`, with nothing left to evict, when the
+    /// current command was dispatched (Redis's `pre_command_oom_state`): scripts
+    /// refuse the commands that need memory by it.
+    pub oom: bool,
     /// Whether a blocking command may block now: false inside MULTI/EXEC and scripts,
     /// and when the command runs on behalf of a client already woken up.
     pub may_block: bool,
@@ -320,6 +324,7 @@ impl ConnState {
             user: crate::acl::Session::default(),
             info,
             close_after_reply: false,
+            oom: false,
             may_block: true,
             block: None,
             multi: None,

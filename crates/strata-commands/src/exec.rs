@@ -184,9 +184,10 @@ fn dispatch(
     }
     // Redis 7.0 evicts (and refuses what needs memory) right after the
     // authentication and ACL checks; nothing is evicted while the dataset loads.
-    if server.eviction().is_some_and(|e| e.enabled())
+    conn.oom = server.eviction().is_some_and(|e| e.enabled())
         && !server.loading()
-        && evict::perform_evictions(server, ks, now_ms) == evict::Evict::Fail
+        && evict::perform_evictions(server, ks, now_ms) == evict::Evict::Fail;
+    if conn.oom
         && evict::rejects_on_oom(
             cmd,
             conn.multi.as_ref().map(|m| m.queued.as_slice()),

@@ -269,6 +269,30 @@ fn oom_replies_match_redis() {
 }
 
 #[test]
+fn scripts_over_the_limit_match_redis() {
+    compare(&[
+        &["SET", "x", "1"],
+        &["CONFIG", "SET", "maxmemory", "1"],
+        &["EVAL", "return redis.call('set', 'x', 'y')", "0"],
+        &["EVAL", "return redis.pcall('set', 'x', 'y')", "0"],
+        &["EVAL", "return redis.call('get', 'x')", "0"],
+        &["EVAL", "#!lua\nreturn redis.call('set', 'x', 'y')", "0"],
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('get', 'x')",
+            "0",
+        ],
+        &[
+            "EVAL",
+            "#!lua flags=allow-oom\nreturn redis.call('set', 'x', 'z')",
+            "0",
+        ],
+        &["CONFIG", "SET", "maxmemory", "0"],
+        &["GET", "x"],
+    ]);
+}
+
+#[test]
 fn exec_of_a_denyoom_queue_over_the_limit_matches_redis() {
     let Some(mut d) = Duo::start(&[], 2) else {
         return;

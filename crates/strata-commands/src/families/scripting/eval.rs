@@ -161,6 +161,13 @@ pub(super) fn check_flags(
                 "Can not execute a script with write flag using *_ro command.",
             ));
         }
+        // A script that may write needs `allow-oom` to start while memory is over
+        // `maxmemory` (`no-writes` implies it).
+        if ctx.conn.oom && !flags.contains(ScriptFlags::ALLOW_OOM) {
+            return Err(CmdError::coded(
+                String::from_utf8_lossy(crate::evict::OOM_ERROR).into_owned(),
+            ));
+        }
         return Ok(false);
     }
     Ok(true)
@@ -179,6 +186,9 @@ fn generic(ctx: &mut Ctx, argv: &[&[u8]], by_sha: bool, ro: bool) -> CmdResult {
         name: &sha,
         lock_name: sha.clone(),
         read_only,
+        allow_oom: script
+            .flags
+            .is_some_and(|f| f.contains(ScriptFlags::ALLOW_OOM)),
         numkeys: n,
     };
     run_script(ctx, argv, plan, |vm, inv, host, dog, out| {

@@ -4,7 +4,7 @@
 //! record holding the whole library set, so that functions persist with the dataset
 //! and come back at start-up.
 
-use strata_lua::script::{INVALID_NAME, parse_library_header, valid_name};
+use strata_lua::script::{INVALID_NAME, ScriptFlags, parse_library_header, valid_name};
 use strata_lua::{Kind, NotFound};
 
 use super::eval::check_flags;
@@ -145,6 +145,7 @@ fn generic(ctx: &mut Ctx, argv: &[&[u8]], ro: bool) -> CmdResult {
         name: &name,
         lock_name: format!("function:{}", name.to_ascii_lowercase()),
         read_only,
+        allow_oom: flags.contains(ScriptFlags::ALLOW_OOM),
         numkeys: n,
     };
     let fname = argv[1].to_vec();

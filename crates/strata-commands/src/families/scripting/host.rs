@@ -43,6 +43,8 @@ pub struct ScriptHost<'c, 'a> {
     pub run: Arc<Run>,
     /// EVAL_RO, FCALL_RO, or a `no-writes` script.
     pub read_only: bool,
+    /// A script flagged `allow-oom`.
+    pub allow_oom: bool,
     /// The script's selected database (SELECT inside a script does not change the
     /// caller's).
     pub db: usize,
@@ -128,6 +130,11 @@ impl Host for ScriptHost<'_, '_> {
                 text.extend_from_slice(e.as_bytes());
                 return Err(text);
             }
+        }
+        if self.ctx.conn.oom && !self.allow_oom && cmd.flags.contains(Flags::DENYOOM) {
+            let mut text = b"-".to_vec();
+            text.extend_from_slice(crate::evict::OOM_ERROR);
+            return Err(text);
         }
         self.hold_shards(cmd, argv)?;
         if cmd.is_write() {

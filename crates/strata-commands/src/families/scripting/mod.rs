@@ -166,6 +166,9 @@ struct Plan<'p> {
     /// Under which name undeclared-key use is remembered.
     lock_name: String,
     read_only: bool,
+    /// A script flagged `allow-oom` may run commands that need memory when memory
+    /// is over `maxmemory`.
+    allow_oom: bool,
     numkeys: usize,
 }
 
@@ -215,6 +218,7 @@ fn run_script(
             ctx,
             run: run.clone(),
             read_only: plan.read_only,
+            allow_oom: plan.allow_oom,
             db,
             restart: false,
             name: plan.lock_name.clone(),

@@ -91,6 +91,11 @@ impl HintBuilder {
         self.bytes.len()
     }
 
+    /// Bytes of memory the builder holds (its buffer's capacity).
+    pub fn allocated_bytes(&self) -> usize {
+        self.bytes.capacity()
+    }
+
     /// True when no entry was added.
     pub fn is_empty(&self) -> bool {
         self.count == 0

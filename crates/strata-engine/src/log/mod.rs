@@ -360,6 +360,26 @@ impl Log {
             .collect()
     }
 
+    /// Bytes of memory the hints held for segments without a hint file yet take:
+    /// the active segment's, and sealed ones' waiting to be written.
+    pub fn hint_memory(&self) -> u64 {
+        let active = self
+            .shared
+            .writer
+            .lock()
+            .hints
+            .as_ref()
+            .map_or(0, HintBuilder::allocated_bytes);
+        let pending: usize = self
+            .shared
+            .pending_hints
+            .lock()
+            .iter()
+            .map(|(_, h)| h.allocated_bytes())
+            .sum();
+        (active + pending) as u64
+    }
+
     /// Total bytes in all segments.
     pub fn total_bytes(&self) -> u64 {
         self.shared.total_bytes.load(Ordering::Relaxed)

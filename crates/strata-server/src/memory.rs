@@ -64,7 +64,8 @@ pub fn eviction_policy(
 /// What deleting keys cannot free (Redis's `mem_not_counted_for_evict`, which there
 /// is the AOF and replica buffers): with persistence on, the store's index, which
 /// holds an entry for every key — and a tombstone for every deleted one until the
-/// next compaction — so an eviction does not shrink it.
+/// next compaction — so an eviction does not shrink it, and the hints kept in memory
+/// for the segments not yet sealed, which an eviction's delete record even grows.
 pub fn not_counted_for_evict(state: &crate::state::ServerState) -> u64 {
     state
         .persist

@@ -174,47 +174,24 @@ pub fn check_command(
     argv: &[&[u8]],
     now_ms: u64,
 ) -> Result<(), String> {
-    let Some(acl) = server.acl() else {
-        return Ok(());
-    };
     let context = if conn.multi.is_some() {
         Context::Multi
     } else {
         Context::Toplevel
     };
-    match verdict(acl, conn, cmd, argv) {
-        Ok(()) => Ok(()),
-        Err(None) => Err("NOAUTH Authentication required.".to_string()),
-        Err(Some(denied)) => {
-            log_denial(server, acl, conn, cmd, argv, denied, context, now_ms);
-            Err(denied.error(cmd))
-        }
-    }
+    checked(server, conn, cmd, argv, context, now_ms).map_err(|denied| match denied {
+        None => "NOAUTH Authentication required.".to_string(),
+        Some(denied) => denied.error(cmd),
+    })
 }
 
 /// EXEC's check of a queued command, logged in the `multi` context.
 pub fn check_queued(ctx: &mut Ctx, cmd: &'static Command, argv: &[&[u8]]) -> CmdResult {
-    let Some(acl) = ctx.server.acl() else {
-        return Ok(());
-    };
-    match verdict(acl, ctx.conn, cmd, argv) {
-        Ok(()) => Ok(()),
-        Err(None) => Err(CmdError::coded("NOAUTH Authentication required.")),
-        Err(Some(denied)) => {
-            let now = ctx.keys.now_ms;
-            log_denial(
-                ctx.server,
-                acl,
-                ctx.conn,
-                cmd,
-                argv,
-                denied,
-                Context::Multi,
-                now,
-            );
-            Err(CmdError::coded(denied.exec_error()))
-        }
-    }
+    let now = ctx.keys.now_ms;
+    checked(ctx.server, ctx.conn, cmd, argv, Context::Multi, now).map_err(|denied| match denied {
+        None => CmdError::coded("NOAUTH Authentication required."),
+        Some(denied) => CmdError::coded(denied.exec_error()),
+    })
 }
 
 /// The check of a command a script calls (`redis.call`), logged in the `lua`
@@ -226,29 +203,38 @@ pub fn check_script_call(
     argv: &[&[u8]],
     now_ms: u64,
 ) -> Result<(), &'static str> {
+    checked(server, conn, cmd, argv, Context::Lua, now_ms).map_err(|denied| match denied {
+        None => "The user executing the script is lacking the permissions for the command",
+        Some(Denied::Command) => {
+            "The user executing the script can't run this command or subcommand"
+        }
+        Some(Denied::Key(_)) => {
+            "The user executing the script can't access at least one of the keys mentioned in the command arguments"
+        }
+        Some(Denied::Channel(_)) => {
+            "The user executing the script can't publish to the channel mentioned in the command"
+        }
+    })
+}
+
+/// The connection's [`verdict`] on `argv`, a denial logged in `context`: what
+/// the three checks above share (they differ in context and error texts).
+fn checked(
+    server: &dyn Server,
+    conn: &mut ConnState,
+    cmd: &'static Command,
+    argv: &[&[u8]],
+    context: Context,
+    now_ms: u64,
+) -> Result<(), Option<Denied>> {
     let Some(acl) = server.acl() else {
         return Ok(());
     };
-    match verdict(acl, conn, cmd, argv) {
-        Ok(()) => Ok(()),
-        Err(None) => {
-            Err("The user executing the script is lacking the permissions for the command")
-        }
-        Err(Some(denied)) => {
-            log_denial(server, acl, conn, cmd, argv, denied, Context::Lua, now_ms);
-            Err(match denied {
-                Denied::Command => {
-                    "The user executing the script can't run this command or subcommand"
-                }
-                Denied::Key(_) => {
-                    "The user executing the script can't access at least one of the keys mentioned in the command arguments"
-                }
-                Denied::Channel(_) => {
-                    "The user executing the script can't publish to the channel mentioned in the command"
-                }
-            })
-        }
+    let result = verdict(acl, conn, cmd, argv);
+    if let Err(Some(denied)) = result {
+        log_denial(server, acl, conn, cmd, argv, denied, context, now_ms);
     }
+    result
 }
 
 /// Whether the connection's user may run the command (`redis.acl_check_cmd`),

@@ -435,12 +435,13 @@ impl Engine {
         }
     }
 
-    /// Bytes the in-memory index holds, by estimate (one slot per key, and per
-    /// deleted key until compaction drops its tombstone), plus the hints kept in
+    /// Bytes the engine holds in memory for its own bookkeeping, which deleting
+    /// keys does not free: the index, by estimate (one slot per key, and per
+    /// deleted key until compaction drops its tombstone), and the hints kept in
     /// memory for the segments whose hint file is not written yet (one entry per
     /// record: they grow with every write, deletes included, until the segment
     /// is sealed).
-    pub fn index_memory(&self) -> u64 {
+    pub fn bookkeeping_memory(&self) -> u64 {
         self.inner.index.memory_bytes() + self.inner.log.hint_memory()
     }
 

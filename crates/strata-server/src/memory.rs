@@ -72,7 +72,7 @@ pub fn not_counted_for_evict(state: &crate::state::ServerState) -> u64 {
         .load()
         .as_ref()
         .and_then(|p| p.engine())
-        .map_or(0, |e| e.index_memory())
+        .map_or(0, |e| e.bookkeeping_memory())
 }
 
 /// The figures of MEMORY STATS / DOCTOR and INFO memory.

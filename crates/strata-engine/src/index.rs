@@ -91,7 +91,7 @@ impl KeyEntry {
     }
 }
 
-/// A key's oldest record and what follows it (see [`Index::head`]).
+/// A key's oldest record and what follows it (see [`Index::for_each_head`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
     /// Where the oldest record is.
@@ -152,13 +152,6 @@ pub trait Index: Send + Sync + fmt::Debug {
     /// [`Index::expires_at`]).
     fn first_location(&self, key: &[u8]) -> Option<Location> {
         self.get(key).and_then(|e| e.first_location())
-    }
-
-    /// The key's oldest record, whether more records follow it (merge
-    /// operands), and its expiry — without copying a chain (see
-    /// [`Index::expires_at`]).
-    fn head(&self, key: &[u8]) -> Option<Head> {
-        self.get(key).and_then(|e| e.head())
     }
 
     /// Calls `f` with every key that has an entry and its [`Head`] (expired keys

@@ -131,10 +131,6 @@ impl Index for Keydir {
         self.shard(key).read().get(key).map(|e| e.expires_at)
     }
 
-    fn head(&self, key: &[u8]) -> Option<crate::index::Head> {
-        self.shard(key).read().get(key).and_then(|e| e.head())
-    }
-
     fn for_each_head(&self, f: &mut dyn FnMut(&[u8], crate::index::Head)) {
         for shard in &self.shards {
             for (key, entry) in shard.read().iter() {

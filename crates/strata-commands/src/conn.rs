@@ -273,6 +273,10 @@ pub struct ConnState {
     /// Whether a blocking command may block now: false inside MULTI/EXEC and scripts,
     /// and when the command runs on behalf of a client already woken up.
     pub may_block: bool,
+    /// Whether a command that finds values out of memory (`maxmemory-policy
+    /// tiered`) may hand its keys back to the connection to be read off the event
+    /// loop and run again ([`crate::tiered`]); when false they are read at once.
+    pub fetch_cold: bool,
     /// Set by a blocking command that found nothing and must wait; the server parks
     /// the client and runs the command again when a key is ready or times out.
     pub block: Option<BlockRequest>,
@@ -326,6 +330,7 @@ impl ConnState {
             close_after_reply: false,
             oom: false,
             may_block: true,
+            fetch_cold: false,
             block: None,
             multi: None,
             watched: Vec::new(),

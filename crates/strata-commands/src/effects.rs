@@ -163,6 +163,13 @@ pub fn record_for(
     }
     let value_size = entry.value.heap_size() + 1;
     match rule {
+        // A value out of memory (`maxmemory-policy tiered`) is unchanged — the
+        // commands that may run on one never change it — and is already the key's
+        // record in the store: only its expiry is logged.
+        _ if entry.value.is_cold() => vec![record(RecordKind::Op {
+            op: vec![OP_EXPIRY],
+            expires_at,
+        })],
         LogRule::Expiry => vec![record(RecordKind::Op {
             op: vec![OP_EXPIRY],
             expires_at,

@@ -72,6 +72,9 @@ pub enum MaxmemoryPolicy {
     AllKeys(Policy),
     /// Keys with a TTL only.
     Volatile(Policy),
+    /// No key is deleted: string values move out of memory, least recently used
+    /// first (see [`tier_key`]).
+    Tiered,
 }
 
 impl MaxmemoryPolicy {
@@ -84,12 +87,16 @@ impl MaxmemoryPolicy {
         };
         match self {
             MaxmemoryPolicy::NoEviction => 0,
+            MaxmemoryPolicy::Tiered => 0x20,
             MaxmemoryPolicy::AllKeys(p) => code(p),
             MaxmemoryPolicy::Volatile(p) => 0x10 | code(p),
         }
     }
 
     fn decode(code: u8) -> MaxmemoryPolicy {
+        if code == 0x20 {
+            return MaxmemoryPolicy::Tiered;
+        }
         let policy = match code & 0x0f {
             1 => Policy::Lru,
             2 => Policy::Lfu,
@@ -166,6 +173,8 @@ pub struct Eviction {
     pool: Mutex<(Pool, u64)>,
     /// Keys evicted (INFO's `evicted_keys`).
     pub evicted_keys: AtomicU64,
+    /// Values moved out of memory by `maxmemory-policy tiered`.
+    pub tiered_out: AtomicU64,
 }
 
 /// What [`perform_evictions`] achieved.
@@ -194,6 +203,7 @@ impl Eviction {
             gauge: Gauge::default(),
             pool: Mutex::new((Pool::default(), 0x2545_f491_4f6c_dd1d)),
             evicted_keys: AtomicU64::new(0),
+            tiered_out: AtomicU64::new(0),
         }
     }
 
@@ -252,6 +262,7 @@ pub fn perform_evictions(server: &dyn Server, ks: &Keyspace, now_ms: u64) -> Evi
     let setting = ev.policy();
     let (policy, volatile) = match setting {
         MaxmemoryPolicy::NoEviction => return Evict::Fail,
+        MaxmemoryPolicy::Tiered => return perform_tiering(server, ks, ev, max, now_ms),
         MaxmemoryPolicy::AllKeys(p) => (p, false),
         MaxmemoryPolicy::Volatile(p) => (p, true),
     };
@@ -411,6 +422,105 @@ fn random_candidate(
     None
 }
 
+/// `maxmemory-policy tiered`: moves the least recently used string values out of
+/// memory until it is under the limit. Nothing is deleted and nothing is logged —
+/// each value moved is already its key's live record in the store — so when no value
+/// in memory can go (collections, short strings, or everything already out), memory
+/// stays over and commands that need more get the OOM error, as under
+/// `noeviction`.
+fn perform_tiering(
+    server: &dyn Server,
+    ks: &Keyspace,
+    ev: &Eviction,
+    max: u64,
+    now_ms: u64,
+) -> Evict {
+    let mut guard = ev.pool.lock();
+    let used = ev.gauge.estimate();
+    if used <= max {
+        return Evict::Ok;
+    }
+    // The values about to leave memory must be readable from the store: their
+    // records (appended before the replies that acknowledged them) go to the
+    // operating system first, and nothing leaves while the log cannot be written.
+    if !server.prepare_tiering() {
+        return Evict::Fail;
+    }
+    let (pool, seed) = &mut *guard;
+    pool.use_policy(Policy::Lru, false);
+    let mut rng = move || {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    };
+    let samples = ev.samples.load(Ordering::Relaxed) as usize;
+    let to_free = used - max;
+    let (mut freed, mut moved) = (0u64, 0u64);
+    let start = Instant::now();
+    while freed < to_free {
+        fill_tier_pool(ks, pool, samples, now_ms, &mut rng);
+        let Some(c) = pool.pop_best() else {
+            return Evict::Fail;
+        };
+        let hash = ks.hash(&c.key);
+        let bytes = ks
+            .lock(ks.shard_of_hash(hash))
+            .db(c.db)
+            .make_cold(hash, &c.key, now_ms);
+        if let Some(bytes) = bytes {
+            freed += bytes as u64;
+            moved += 1;
+            ev.gauge.freed(bytes as u64);
+            ev.tiered_out.fetch_add(1, Ordering::Relaxed);
+        }
+        if moved.is_multiple_of(16) && start.elapsed() > TIME_BUDGET {
+            return if freed >= to_free {
+                Evict::Ok
+            } else {
+                Evict::Running
+            };
+        }
+    }
+    Evict::Ok
+}
+
+/// [`fill_pool`] for `tiered`: samples values that may leave memory.
+fn fill_tier_pool(
+    ks: &Keyspace,
+    pool: &mut Pool,
+    samples: usize,
+    now_ms: u64,
+    rng: &mut impl FnMut() -> u64,
+) {
+    let n = ks.num_shards();
+    let sample = |s: usize, pool: &mut Pool, rng: &mut dyn FnMut() -> u64| {
+        let shard = ks.lock(s);
+        for (i, db) in shard.dbs().iter().enumerate() {
+            if !db.is_empty() {
+                db.tier_sample(samples, now_ms, &mut &mut *rng, |score, key| {
+                    pool.offer(score, i, key)
+                });
+            }
+        }
+    };
+    for _ in 0..SHARDS_PER_ROUND.min(n) {
+        let s = rng() as usize % n;
+        sample(s, pool, rng);
+    }
+    if pool.is_empty() {
+        // Random picks found nothing that may go: look through every shard
+        // (values in memory may be few among many cold ones).
+        let first = rng() as usize % n;
+        for k in 0..n {
+            sample((first + k) % n, pool, rng);
+            if pool.len() >= samples {
+                break;
+            }
+        }
+    }
+}
+
 enum Victim {
     /// Deleted; the bytes it held, by estimate.
     Evicted(u64),
@@ -493,6 +603,7 @@ mod tests {
             MaxmemoryPolicy::Volatile(Policy::Lfu),
             MaxmemoryPolicy::Volatile(Policy::Random),
             MaxmemoryPolicy::Volatile(Policy::Ttl),
+            MaxmemoryPolicy::Tiered,
         ] {
             assert_eq!(MaxmemoryPolicy::decode(p.encode()), p);
         }

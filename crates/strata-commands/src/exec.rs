@@ -18,6 +18,7 @@ use crate::families::transactions::runs_in_multi;
 use crate::server::Server;
 use crate::spec::{BeginSearch, FindKeys, Flags};
 use crate::table::{Command, Registry, key_positions};
+use crate::tiered::{self, ColdKey};
 
 /// What happened when a command ran, for the caller's statistics.
 #[derive(Clone, Debug)]
@@ -34,6 +35,9 @@ pub struct Outcome {
     pub ready: Vec<(usize, Vec<u8>)>,
     /// The log sequence the reply must wait for to be durable, if any.
     pub durable: Option<u64>,
+    /// Values out of memory the command needs: it did not run and wrote nothing;
+    /// the caller reads them back and runs it again (see [`crate::tiered`]).
+    pub fetch: Vec<ColdKey>,
 }
 
 impl Outcome {
@@ -45,6 +49,7 @@ impl Outcome {
             dirty: 0,
             ready: Vec::new(),
             durable: None,
+            fetch: Vec::new(),
         }
     }
 }
@@ -121,6 +126,10 @@ pub fn execute(
     let start = out.len();
     let silent_before = conn.reply.silent();
     let outcome = dispatch(server, ks, conn, out, argv, now_ms);
+    if !outcome.fetch.is_empty() {
+        // Not run yet: it runs again once its values are back.
+        return outcome;
+    }
     // As in Redis, a reply is dropped if replies were off when the command began and
     // still are (CLIENT REPLY ON answers OK); pub/sub confirmations always go out.
     if silent_before && conn.reply.silent() && !outcome.cmd.is_some_and(is_subscription) {
@@ -245,6 +254,7 @@ fn dispatch(
             dirty: 0,
             ready: Vec::new(),
             durable: None,
+            fetch: Vec::new(),
         };
     }
     if server.loading() && !cmd.flags.contains(Flags::LOADING) {
@@ -323,6 +333,27 @@ pub fn run(
         ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
         return Outcome::rejected(Some(cmd));
     }
+    if strata_keyspace::value::cold_keys() > 0 {
+        let cold = cold_values(server, ks, &mut keys, conn, cmd, argv, now_ms);
+        if !cold.is_empty() {
+            if conn.fetch_cold {
+                return Outcome {
+                    cmd: Some(cmd),
+                    rejected: false,
+                    failed: false,
+                    dirty: 0,
+                    ready: Vec::new(),
+                    durable: None,
+                    fetch: cold,
+                };
+            }
+            if let Err(e) = warm_now(server, &mut keys, &cold) {
+                drop(keys);
+                ReplyWriter::new(out, conn.proto).error(&e.to_bytes());
+                return Outcome::rejected(Some(cmd));
+            }
+        }
+    }
     let proto = conn.proto;
     let start = out.len();
     let mut ctx = Ctx {
@@ -398,7 +429,63 @@ pub fn run(
         dirty,
         ready,
         durable,
+        fetch: Vec::new(),
     }
+}
+
+/// The values out of memory that `cmd` needs (`maxmemory-policy tiered`): those of
+/// its keys, with their shards held, and for EXEC those of its queue's keys, which
+/// it locks itself (and reads at once, should one still be out then).
+fn cold_values(
+    server: &dyn Server,
+    ks: &Keyspace,
+    keys: &mut Keys<'_>,
+    conn: &ConnState,
+    cmd: &'static Command,
+    argv: &[&[u8]],
+    now_ms: u64,
+) -> Vec<ColdKey> {
+    let stats = server.tiered_stats();
+    let mut cold: Vec<ColdKey> = if tiered::needs_values(cmd, argv) {
+        tiered::cold_among(keys, stats, cmd, argv).into_vec()
+    } else {
+        Vec::new()
+    };
+    if cmd.parent.is_none()
+        && cmd.name == "exec"
+        && conn.fetch_cold
+        && let Some(multi) = &conn.multi
+    {
+        let registry = server.registry();
+        let mut wanted: Vec<(usize, &[u8])> = Vec::new();
+        for queued in &multi.queued {
+            let args: SmallVec<[&[u8]; 8]> = queued.iter().map(Vec::as_slice).collect();
+            if let Ok(c) = resolve(registry, &args)
+                && tiered::needs_values(c, &args)
+            {
+                wanted.extend(
+                    key_positions(c, &args)
+                        .into_iter()
+                        .filter_map(|i| queued.get(i))
+                        .map(|k| (conn.db, k.as_slice())),
+                );
+            }
+        }
+        cold.extend(tiered::cold_unlocked(ks, now_ms, wanted.into_iter()));
+    }
+    cold
+}
+
+/// Reads `cold` back at once, with the command's shards held.
+fn warm_now(server: &dyn Server, keys: &mut Keys<'_>, cold: &[ColdKey]) -> Result<(), CmdError> {
+    let stats = server.tiered_stats();
+    let now = keys.now_ms;
+    for c in cold {
+        let value = tiered::read(server, stats, c)?;
+        let (hash, db) = keys.other_db_for(c.db, &c.key);
+        db.warm(hash, &c.key, c.token, value, now);
+    }
+    Ok(())
 }
 
 /// CLIENT TRACKING: remembers the keys a read-only command of a tracking client

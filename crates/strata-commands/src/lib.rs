@@ -29,6 +29,7 @@ pub mod scripting;
 pub mod server;
 pub mod spec;
 pub mod table;
+pub mod tiered;
 pub mod tracking;
 
 pub use conn::{BlockRequest, ClientInfo, ConnState};

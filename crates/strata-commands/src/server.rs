@@ -179,6 +179,25 @@ pub trait Server: Send + Sync {
         0
     }
 
+    /// `maxmemory-policy tiered`: makes what the log has buffered reach the operating
+    /// system, so that values about to leave memory can be read back whatever
+    /// happens to this process; false if values cannot leave memory now (no log, or
+    /// the log cannot be written).
+    fn prepare_tiering(&self) -> bool {
+        false
+    }
+
+    /// Reads the value of `key` in database `db` back from the store, blocking
+    /// (see [`crate::tiered`]); `Ok(None)` if the store has no live value for it.
+    fn read_cold(&self, _db: usize, _key: &[u8]) -> Result<Option<strata_keyspace::Value>, String> {
+        Err("ERR no store to read values from".into())
+    }
+
+    /// The tiered policy's counters, if the server keeps them.
+    fn tiered_stats(&self) -> Option<&crate::tiered::TieredStats> {
+        None
+    }
+
     /// The memory figures of MEMORY STATS and DOCTOR.
     fn memory_report(&self) -> MemoryReport {
         MemoryReport::default()

@@ -247,7 +247,13 @@ impl Engine {
 
     /// The value of `key` with its version and expiry.
     pub fn get_value(&self, key: &[u8]) -> Result<Option<Value>> {
-        self.inner.get_value(key)
+        self.inner.get_value(key, false)
+    }
+
+    /// [`Engine::get_value`], also for a value whose expiry has passed as long as
+    /// the index still holds it (a caller keeping its own clock decides).
+    pub fn get_value_expired_too(&self, key: &[u8]) -> Result<Option<Value>> {
+        self.inner.get_value(key, true)
     }
 
     /// True if `key` has a live value. Reads only the index.
@@ -617,13 +623,13 @@ impl Inner {
         self.live_bytes.fetch_add(delta, Ordering::Relaxed);
     }
 
-    fn get_value(&self, key: &[u8]) -> Result<Option<Value>> {
+    fn get_value(&self, key: &[u8], expired_too: bool) -> Result<Option<Value>> {
         let mut last_error = None;
         for _ in 0..READ_RETRIES {
             let Some(entry) = self.index.get(key) else {
                 return Ok(None);
             };
-            if entry.expires_at != 0 && entry.is_expired(self.clock.now_ms()) {
+            if !expired_too && entry.expires_at != 0 && entry.is_expired(self.clock.now_ms()) {
                 return Ok(None);
             }
             match self.materialize(key, &entry) {

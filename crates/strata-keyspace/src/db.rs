@@ -32,7 +32,7 @@ use crate::access;
 use crate::compact::CompactBytes;
 use crate::dict::{Dict, DictEntry, Pos};
 use crate::evict::Policy;
-use crate::value::Value;
+use crate::value::{Cold, Str, Value};
 
 /// A key and what it holds.
 #[derive(Debug)]
@@ -565,6 +565,58 @@ impl Db {
         }
     }
 
+    /// Samples up to `n` keys whose values `maxmemory-policy tiered` may move out of
+    /// memory ([`Value::is_tierable`]) and calls `f(score, key)` for each, scored as
+    /// LRU (the least recently used first). Picks that find a value already out, or
+    /// one that cannot go, are spent: a mostly cold table yields few candidates.
+    pub fn tier_sample(
+        &self,
+        n: usize,
+        now_ms: u64,
+        rng: &mut impl FnMut() -> u64,
+        mut f: impl FnMut(u64, &[u8]),
+    ) {
+        for _ in 0..n {
+            match self.dict.random_uniform(&mut *rng) {
+                Some(e) if e.value.is_tierable() && !e.is_expired(now_ms) => {
+                    f(e.eviction_score(Policy::Lru, now_ms), &e.key)
+                }
+                Some(_) => {}
+                None => return,
+            }
+        }
+    }
+
+    /// Moves the value of `key` out of memory, leaving a [`Cold`] placeholder: the
+    /// caller has made sure the store holds it as the key's live record. Returns the
+    /// bytes freed, or `None` if the key is gone or its value cannot go.
+    pub fn make_cold(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<usize> {
+        let e = self.get(hash, key, now_ms)?;
+        if !e.value.is_tierable() {
+            return None;
+        }
+        let freed = e.value.heap_size();
+        let len = e.value.as_str().map_or(0, Str::len);
+        e.value = Value::Cold(Cold::new(len));
+        Some(freed)
+    }
+
+    /// Puts `value`, read back from the store, in place of the placeholder with this
+    /// `token`; returns whether it did (the key may have been overwritten, deleted or
+    /// moved out again since the placeholder was seen). Counts as an access at
+    /// `now_ms`, so that the value is not the first to leave memory again before the
+    /// command that wanted it runs.
+    pub fn warm(&mut self, hash: u64, key: &[u8], token: u32, value: Value, now_ms: u64) -> bool {
+        match self.dict.get_mut(hash, key) {
+            Some(e) if matches!(&e.value, Value::Cold(c) if c.token() == token) => {
+                e.value = value;
+                e.touch(now_ms);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Advances an incremental resize, if any; returns whether one is in progress.
     pub fn rehash_some(&mut self, max_slots: usize) -> bool {
         self.dict.rehash_some(max_slots)
@@ -714,6 +766,62 @@ mod tests {
         let h = db.hash(k.as_bytes());
         db.get(h, k.as_bytes(), now)
             .and_then(|e| e.value.as_str().map(crate::Str::to_vec))
+    }
+
+    #[test]
+    fn values_leave_memory_and_come_back_only_for_their_token() {
+        let mut d = db();
+        let long = "x".repeat(100);
+        set(&mut d, "long", &long, Ttl::Persist, 0);
+        set(&mut d, "short", "tiny", Ttl::Persist, 0);
+        let h = d.hash(b"long");
+        assert_eq!(
+            d.make_cold(h, b"long", 0),
+            Some(Value::string(long.as_bytes()).heap_size())
+        );
+        // A short string lives in the entry: moving it out would free nothing.
+        let hs = d.hash(b"short");
+        assert_eq!(d.make_cold(hs, b"short", 0), None);
+        let token = match &d.peek(h, b"long", 0).unwrap().value {
+            Value::Cold(c) => {
+                assert_eq!(
+                    (c.len(), d.peek(h, b"long", 0).unwrap().value.encoding()),
+                    (100, "raw")
+                );
+                c.token()
+            }
+            other => panic!("still in memory: {other:?}"),
+        };
+        assert_eq!(d.make_cold(h, b"long", 0), None, "already out");
+        // A read made for an earlier placeholder installs nothing.
+        assert!(!d.warm(
+            h,
+            b"long",
+            token.wrapping_add(1),
+            Value::string(b"stale"),
+            0
+        ));
+        assert!(d.warm(h, b"long", token, Value::string(long.as_bytes()), 0));
+        assert_eq!(get(&mut d, "long", 0), Some(long.into_bytes()));
+        assert!(!d.warm(h, b"long", token, Value::string(b"again"), 0));
+    }
+
+    #[test]
+    fn placeholders_are_counted_until_dropped() {
+        use crate::value::{Cold, cold_bytes};
+        // The counters are process-wide and other tests move small values in and
+        // out meanwhile: a billion bytes stands out from them.
+        const BIG: usize = 1_000_000_000;
+        let before = cold_bytes();
+        let a = Cold::new(BIG);
+        let b = a.clone();
+        assert_eq!(a.token(), b.token());
+        assert!(cold_bytes() >= before + 2 * BIG as u64 - 1_000_000);
+        drop(a);
+        assert!(cold_bytes() < before + 3 * BIG as u64 / 2);
+        drop(b);
+        assert!(cold_bytes() < before + BIG as u64 / 2);
+        assert_ne!(Cold::new(5).token(), Cold::new(5).token());
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub const TAG_LIST: u8 = 0x02;
 pub const TAG_HASH: u8 = 0x03;
 pub const TAG_SET: u8 = 0x04;
 pub const TAG_ZSET: u8 = 0x05;
+/// Never stored: what a cold placeholder would serialize to (see [`encode`]).
+pub const TAG_COLD: u8 = 0xc0;
 
 /// A malformed serialized value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,6 +67,13 @@ pub fn encode(value: &Value, out: &mut Vec<u8>) {
             out.push(TAG_STRING);
             s.with_bytes(|b| out.extend_from_slice(b));
         }
+        // A placeholder's bytes are in the store, never serialized from memory:
+        // callers read them back first. Should one get here, the tag makes decoding
+        // fail loudly rather than store an empty string.
+        Value::Cold(_) => {
+            debug_assert!(false, "a cold value was serialized");
+            out.push(TAG_COLD);
+        }
         Value::List(l) => {
             out.push(TAG_LIST);
             put_varint(out, l.len() as u64);
@@ -95,6 +104,18 @@ pub fn encode(value: &Value, out: &mut Vec<u8>) {
                 out.extend_from_slice(&score.to_le_bytes());
             }
         }
+    }
+}
+
+/// The length of the string `bytes` serializes, if it is one that
+/// `maxmemory-policy tiered` may keep out of memory ([`Value::is_tierable`]):
+/// too long to live inside an entry (and so never an integer).
+pub fn tierable_string_len(bytes: &[u8]) -> Option<usize> {
+    match bytes.split_first() {
+        Some((&TAG_STRING, body)) if body.len() > crate::compact::INLINE_CAPACITY => {
+            Some(body.len())
+        }
+        _ => None,
     }
 }
 

@@ -1,5 +1,7 @@
 //! Values: what a key holds, with Redis's encodings.
 
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
 use crate::compact::CompactBytes;
 use crate::hash::Hash;
 use crate::list::List;
@@ -146,6 +148,87 @@ pub enum Value {
     ZSet(ZSet),
     Hash(Hash),
     Set(Set),
+    /// A string whose bytes were moved out of memory (`maxmemory-policy tiered`):
+    /// they are the key's live record in the store, which a lookup reads back.
+    Cold(Cold),
+}
+
+/// Values moved out of memory in this process, and their bytes (see [`Cold`]).
+static COLD_KEYS: AtomicU64 = AtomicU64::new(0);
+static COLD_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Tells cold values apart (see [`Cold::token`]).
+static COLD_TOKENS: AtomicU32 = AtomicU32::new(1);
+
+/// The placeholder of a string value that lives only in the store.
+///
+/// What stays in memory is the key's entry (key, expiry, access time) and this: the
+/// string's length and a token. Whoever reads the value back from the store puts it
+/// in place of the placeholder only if the entry still holds the same token, so a
+/// read that raced with an overwrite (and a new move out) never installs old bytes.
+///
+/// Every placeholder alive is counted ([`cold_keys`], [`cold_bytes`]): creating one
+/// adds, dropping one subtracts, so the counts are exact whatever path replaces or
+/// deletes a cold value.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Cold {
+    len: u32,
+    token: u32,
+}
+
+impl Cold {
+    pub fn new(len: usize) -> Cold {
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        COLD_KEYS.fetch_add(1, Ordering::Relaxed);
+        COLD_BYTES.fetch_add(u64::from(len), Ordering::Relaxed);
+        Cold {
+            len,
+            token: COLD_TOKENS.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// The string's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Tells this placeholder from any other made in this process (until the
+    /// 32-bit counter wraps, billions of moves later).
+    pub fn token(&self) -> u32 {
+        self.token
+    }
+}
+
+impl Clone for Cold {
+    fn clone(&self) -> Cold {
+        COLD_KEYS.fetch_add(1, Ordering::Relaxed);
+        COLD_BYTES.fetch_add(u64::from(self.len), Ordering::Relaxed);
+        Cold {
+            len: self.len,
+            token: self.token,
+        }
+    }
+}
+
+impl Drop for Cold {
+    fn drop(&mut self) {
+        COLD_KEYS.fetch_sub(1, Ordering::Relaxed);
+        COLD_BYTES.fetch_sub(u64::from(self.len), Ordering::Relaxed);
+    }
+}
+
+/// How many values live only in the store (in this process).
+#[inline]
+pub fn cold_keys() -> u64 {
+    COLD_KEYS.load(Ordering::Relaxed)
+}
+
+/// The bytes of those values.
+pub fn cold_bytes() -> u64 {
+    COLD_BYTES.load(Ordering::Relaxed)
 }
 
 /// Redis's type names, as TYPE and SCAN TYPE use them.
@@ -192,7 +275,7 @@ impl Value {
 
     pub fn value_type(&self) -> ValueType {
         match self {
-            Value::Str(_) => ValueType::String,
+            Value::Str(_) | Value::Cold(_) => ValueType::String,
             Value::List(_) => ValueType::List,
             Value::ZSet(_) => ValueType::ZSet,
             Value::Hash(_) => ValueType::Hash,
@@ -203,6 +286,9 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            // What the string would be back in memory.
+            Value::Cold(c) if c.len() <= EMBSTR_LIMIT => "embstr",
+            Value::Cold(_) => "raw",
             // Redis 7.0 keeps every list in a quicklist, however short.
             Value::List(_) => "quicklist",
             Value::ZSet(z) => z.encoding(),
@@ -216,7 +302,7 @@ impl Value {
     /// for a string or a compact encoding (a single allocation).
     pub fn free_effort(&self) -> usize {
         match self {
-            Value::Str(_) => 1,
+            Value::Str(_) | Value::Cold(_) => 1,
             Value::List(l) => l.node_count(),
             Value::ZSet(z) if !z.is_listpack() => z.len(),
             Value::Hash(h) if !h.is_packed() => h.len(),
@@ -239,7 +325,23 @@ impl Value {
         }
     }
 
-    /// The string, if this is a string value.
+    /// Whether this is a placeholder for a value in the store.
+    #[inline]
+    pub fn is_cold(&self) -> bool {
+        matches!(self, Value::Cold(_))
+    }
+
+    /// Whether `maxmemory-policy tiered` may move this value out of memory: a string
+    /// whose bytes are on the heap (a short one lives inside the entry, so moving it
+    /// out would free nothing).
+    pub fn is_tierable(&self) -> bool {
+        match self {
+            Value::Str(Str::Emb(b) | Str::Raw(b)) => b.heap_size() > 0,
+            _ => false,
+        }
+    }
+
+    /// The string, if this is a string value held in memory.
     pub fn as_str(&self) -> Option<&Str> {
         match self {
             Value::Str(s) => Some(s),
@@ -303,6 +405,7 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
+            Value::Cold(_) => 0,
             Value::List(l) => std::mem::size_of::<List>() + l.heap_size(),
             Value::ZSet(z) => z.heap_size(),
             Value::Hash(h) => h.heap_size(),

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use smallvec::SmallVec;
+use strata_commands::tiered::ColdKey;
 use strata_commands::{ClientInfo, ConnState, execute};
 use strata_resp::request::{Limits, Parsed, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -59,6 +60,7 @@ pub async fn serve(state: Arc<ServerState>, stream: Stream, peer: SocketAddr, lo
     state.connected.fetch_add(1, Ordering::Relaxed);
     let mut stream = stream;
     let mut conn = ConnState::new(info.clone(), !state.acl.auth_required());
+    conn.fetch_cold = true;
     let result = run(&state, &mut stream, &mut conn, wake).await;
     state.pubsub.forget(&mut conn);
     if info.tracking_on.load(Ordering::Relaxed) {
@@ -89,7 +91,7 @@ pub async fn serve(state: Arc<ServerState>, stream: Stream, peer: SocketAddr, lo
 }
 
 async fn run(
-    state: &ServerState,
+    state: &Arc<ServerState>,
     stream: &mut Stream,
     conn: &mut ConnState,
     wake: Arc<Notify>,
@@ -146,8 +148,40 @@ async fn run(
         last_activity = Instant::now();
         state.stats.net(n as u64, 0);
         let mut close = false;
+        // A request waiting for values out of memory, and how often it waited.
+        let mut fetching: Option<(Vec<Vec<u8>>, Vec<ColdKey>, u32)> = None;
         loop {
-            match step(state, conn, &mut parser, &mut inbuf, &mut out, &mut durable) {
+            let next = match fetching.take() {
+                None => step(state, conn, &mut parser, &mut inbuf, &mut out, &mut durable),
+                Some((argv, cold, tries)) => {
+                    if !fetch_cold(state, cold).await {
+                        // The read failed: the command reads its values itself
+                        // and replies with the error.
+                        conn.fetch_cold = false;
+                    }
+                    // Other clients may keep moving its values out again: after a
+                    // few rounds the command reads them under its locks.
+                    if tries >= FETCH_ROUNDS {
+                        conn.fetch_cold = false;
+                    }
+                    let refs: SmallVec<[&[u8]; 8]> = argv.iter().map(Vec::as_slice).collect();
+                    let next = run_request(state, conn, &mut out, &mut durable, &refs, unix_ms());
+                    drop(refs);
+                    conn.fetch_cold = true;
+                    match next {
+                        Step::Fetch(_, cold) => {
+                            fetching = Some((argv, cold, tries + 1));
+                            continue;
+                        }
+                        next => next,
+                    }
+                }
+            };
+            match next {
+                Step::Fetch(argv, cold) => {
+                    fetching = Some((argv, cold, 1));
+                    continue;
+                }
                 Step::Ran => {
                     info.obuf.store(out.len(), Ordering::Relaxed);
                     let pending = out.len() + info.mailbox.bytes();
@@ -236,6 +270,31 @@ enum Step {
     /// Clients are paused (CLIENT PAUSE) until this Unix time in ms: the request
     /// stays buffered and runs after the pause.
     Paused(u64),
+    /// The request (taken out of the buffer) needs values that are out of memory:
+    /// read them back, then run it.
+    Fetch(Vec<Vec<u8>>, Vec<ColdKey>),
+}
+
+/// Rounds of reading values back before a request reads them under its locks.
+const FETCH_ROUNDS: u32 = 3;
+
+/// Reads values that `maxmemory-policy tiered` moved out of memory on a thread meant
+/// for blocking I/O, and puts them back; false if a read failed.
+async fn fetch_cold(state: &Arc<ServerState>, cold: Vec<ColdKey>) -> bool {
+    let state = state.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let stats = &state.tiered;
+        cold.iter().all(
+            |c| match strata_commands::tiered::read(&*state, Some(stats), c) {
+                Ok(value) => {
+                    strata_commands::tiered::install(&state.keyspace, c, value, unix_ms());
+                    true
+                }
+                Err(_) => false,
+            },
+        )
+    });
+    task.await.unwrap_or(false)
 }
 
 /// Parses and runs the request at the front of `inbuf`, if it is complete.
@@ -279,13 +338,37 @@ fn step(
     };
     let args = parser.args(inbuf);
     let argv: SmallVec<[&[u8]; 8]> = args.iter().collect();
-    let started = Instant::now();
     let now = unix_ms();
     if let Some(until) = state.pause.holds(conn, &argv, now, &state.registry) {
         return Step::Paused(until);
     }
+    let step = run_request(state, conn, out, durable, &argv, now);
+    let step = match step {
+        Step::Fetch(_, cold) => Step::Fetch(argv.iter().map(|a| a.to_vec()).collect(), cold),
+        step => step,
+    };
+    drop(argv);
+    inbuf.advance(consumed);
+    parser.set_authenticated(conn.authenticated);
+    step
+}
+
+/// Runs one request and does what follows its reply: statistics, messages to this
+/// client, blocking, closing.
+fn run_request(
+    state: &ServerState,
+    conn: &mut ConnState,
+    out: &mut Vec<u8>,
+    durable: &mut u64,
+    argv: &[&[u8]],
+    now: u64,
+) -> Step {
+    let started = Instant::now();
     let reply_at = out.len();
-    let outcome = execute(state, &state.keyspace, conn, out, &argv, now);
+    let outcome = execute(state, &state.keyspace, conn, out, argv, now);
+    if !outcome.fetch.is_empty() {
+        return Step::Fetch(Vec::new(), outcome.fetch);
+    }
     if outcome.failed
         && let Some(reply) = out.get(reply_at..)
         && !reply.is_empty()
@@ -309,8 +392,6 @@ fn step(
         (waiter, req.timeout)
     });
     let took = started.elapsed();
-    drop(argv);
-    inbuf.advance(consumed);
     state.stats.record(
         outcome.cmd.map(|c| c.id),
         took,
@@ -319,7 +400,6 @@ fn step(
     );
     let info = &conn.info;
     info.last_interaction_ms.store(now, Ordering::Relaxed);
-    parser.set_authenticated(conn.authenticated);
     if let Some(n) = outcome.durable {
         *durable = (*durable).max(n);
     }

@@ -232,6 +232,48 @@ fn total_system_memory() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// strata's own fields for `maxmemory-policy tiered`: values kept only on disk and
+/// their bytes, values moved out since start, values read back and their bytes,
+/// and the share of the keys commands touched that were found in memory while
+/// values were out.
+fn tiered(state: &ServerState, out: &mut String) {
+    let t = &state.tiered;
+    let reads = t.disk_reads.load(Ordering::Relaxed);
+    let hits = t.ram_hits.load(Ordering::Relaxed);
+    field!(
+        out,
+        "tiered_keys",
+        "{}",
+        strata_keyspace::value::cold_keys()
+    );
+    field!(
+        out,
+        "tiered_bytes",
+        "{}",
+        strata_keyspace::value::cold_bytes()
+    );
+    field!(
+        out,
+        "tiered_moved_out",
+        "{}",
+        state.eviction.tiered_out.load(Ordering::Relaxed)
+    );
+    field!(out, "tiered_disk_reads", "{reads}");
+    field!(
+        out,
+        "tiered_disk_read_bytes",
+        "{}",
+        t.disk_read_bytes.load(Ordering::Relaxed)
+    );
+    let seen = hits + reads;
+    let hit_ratio = if seen == 0 {
+        1.0
+    } else {
+        hits as f64 / seen as f64
+    };
+    field!(out, "tiered_ram_hit_ratio", "{hit_ratio:.4}");
+}
+
 fn memory(state: &ServerState, out: &mut String, ks: &KeyspaceSummary) {
     let r = crate::memory::report(state);
     let o = strata_commands::families::memory::overhead(&r, ks);
@@ -265,6 +307,7 @@ fn memory(state: &ServerState, out: &mut String, ks: &KeyspaceSummary) {
     field!(out, "maxmemory", "{}", cfg.maxmemory);
     field!(out, "maxmemory_human", "{}", human_bytes(cfg.maxmemory));
     field!(out, "maxmemory_policy", "{}", cfg.maxmemory_policy.name());
+    tiered(state, out);
     field!(
         out,
         "allocator_frag_ratio",

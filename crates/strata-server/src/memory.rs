@@ -58,6 +58,7 @@ pub fn eviction_policy(
         C::VolatileLfu => E::Volatile(Policy::Lfu),
         C::VolatileRandom => E::Volatile(Policy::Random),
         C::VolatileTtl => E::Volatile(Policy::Ttl),
+        C::Tiered => E::Tiered,
     }
 }
 

@@ -68,6 +68,8 @@ pub struct ServerState {
     pub scripting: strata_commands::scripting::Scripting,
     /// `maxmemory` and eviction.
     pub eviction: strata_commands::evict::Eviction,
+    /// What `maxmemory-policy tiered` has read back and found in memory.
+    pub tiered: strata_commands::tiered::TieredStats,
 }
 
 pub fn unix_ms() -> u64 {
@@ -125,6 +127,7 @@ impl ServerState {
             acl,
             scripting: Default::default(),
             eviction: strata_commands::evict::Eviction::new(),
+            tiered: Default::default(),
         })
         .with_settings_applied()
     }
@@ -448,6 +451,36 @@ impl Server for ServerState {
 
     fn eviction(&self) -> Option<&strata_commands::evict::Eviction> {
         Some(&self.eviction)
+    }
+
+    fn prepare_tiering(&self) -> bool {
+        let Some(p) = self.persist.load_full() else {
+            return false;
+        };
+        self.logging.load(Ordering::Acquire)
+            && p.write_error().is_none()
+            && !p.rewriting_map()
+            && p.flush_to(p.appended()).is_ok()
+    }
+
+    fn read_cold(&self, db: usize, key: &[u8]) -> Result<Option<strata_keyspace::Value>, String> {
+        let Some(p) = self.persist.load_full() else {
+            return Err("ERR the log is closed: can't read the value from disk".into());
+        };
+        let limits = self.encoding_limits();
+        // The read blocks: on a worker of the runtime, its other connections move
+        // to another thread meanwhile.
+        let read = || p.read_value(db, key, &limits);
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(read)
+            }
+            _ => read(),
+        }
+    }
+
+    fn tiered_stats(&self) -> Option<&strata_commands::tiered::TieredStats> {
+        Some(&self.tiered)
     }
 
     fn memory_report(&self) -> strata_commands::MemoryReport {

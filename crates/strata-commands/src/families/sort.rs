@@ -24,6 +24,7 @@ use strata_keyspace::{List, Ttl, Value};
 use crate::ctx::{Ctx, Keys};
 use crate::error::{CmdError, CmdResult};
 use crate::parse::{self, is};
+use crate::server::Server;
 use crate::spec::{BeginSearch, FindKeys, KeyFlags, KeySpec};
 use crate::table::Command;
 use crate::{acl, flags, kf};
@@ -306,7 +307,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
         let mut bad_score = false;
         for item in items.iter_mut() {
             let value = match o.by {
-                Some(pattern) => match lookup(&mut ctx.keys, pattern, &item.elem) {
+                Some(pattern) => match lookup(ctx.server, &mut ctx.keys, pattern, &item.elem) {
                     Some(v) => v,
                     None => continue,
                 },
@@ -353,7 +354,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
             let mut values: Vec<Option<Vec<u8>>> = Vec::with_capacity(output_len);
             for item in &chosen {
                 for pattern in &o.gets {
-                    values.push(lookup(&mut ctx.keys, pattern, &item.elem));
+                    values.push(lookup(ctx.server, &mut ctx.keys, pattern, &item.elem));
                 }
             }
             ctx.out.array(output_len);
@@ -378,7 +379,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
                     list.push_back(&item.elem);
                 }
                 for pattern in &o.gets {
-                    let v = lookup(&mut ctx.keys, pattern, &item.elem);
+                    let v = lookup(ctx.server, &mut ctx.keys, pattern, &item.elem);
                     list.push_back(v.as_deref().unwrap_or_default());
                 }
             }
@@ -472,7 +473,10 @@ fn sort_score(value: &[u8]) -> Option<f64> {
 /// the pattern is replaced by the element, and a `->field` after it reads that field
 /// of a hash instead of a string. Missing keys, fields, wrong types and patterns
 /// without `*` give `None`.
-fn lookup(keys: &mut Keys, pattern: &[u8], elem: &[u8]) -> Option<Vec<u8>> {
+///
+/// The keys patterns name are not known before the command runs, so a string value
+/// out of memory (`maxmemory-policy tiered`) is read back here, at once.
+fn lookup(server: &dyn Server, keys: &mut Keys, pattern: &[u8], elem: &[u8]) -> Option<Vec<u8>> {
     if is_hash_sign(pattern) {
         return Some(elem.to_vec());
     }
@@ -491,7 +495,21 @@ fn lookup(keys: &mut Keys, pattern: &[u8], elem: &[u8]) -> Option<Vec<u8>> {
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(elem);
     key.extend_from_slice(&pattern[star + 1..postfix_end]);
+    let db_index = keys.db;
     let entry = keys.read(&key)?;
+    if let Value::Cold(c) = &entry.value {
+        let cold = crate::tiered::ColdKey {
+            db: db_index,
+            key,
+            token: c.token(),
+        };
+        let value = crate::tiered::read(server, server.tiered_stats(), &cold).ok()?;
+        let bytes = value.as_str().map(|s| s.to_vec());
+        let now = keys.now_ms;
+        let (hash, db) = keys.db_for(&cold.key);
+        db.warm(hash, &cold.key, cold.token, value, now);
+        return bytes.filter(|_| field.is_none());
+    }
     match (field, &entry.value) {
         (Some(field), Value::Hash(h)) => h.get(field).map(<[u8]>::to_vec),
         (None, Value::Str(s)) => Some(s.to_vec()),

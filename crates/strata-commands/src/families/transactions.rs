@@ -185,8 +185,9 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         let start = ctx.out.buffer().len();
         let silent = ctx.conn.reply.silent();
         // The rules may have changed since the command was queued.
-        let result =
-            crate::families::acl::check_queued(ctx, cmd, args).and_then(|()| handler(ctx, args));
+        let result = crate::families::acl::check_queued(ctx, cmd, args)
+            .and_then(|()| crate::tiered::warm_held(ctx.server, &mut ctx.keys, cmd, args))
+            .and_then(|()| handler(ctx, args));
         if let Err(e) = result {
             ctx.out.buffer().truncate(start);
             ctx.out.error(e.to_string().as_bytes());

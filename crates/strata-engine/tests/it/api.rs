@@ -74,6 +74,18 @@ fn expired_keys_are_absent() {
     clock.set(10_500);
     assert_eq!(engine.get(b"short").unwrap(), None);
     assert!(!engine.contains(b"short"));
+    // Until compaction drops it, a caller keeping its own clock can still read it.
+    let late = engine.get_value_expired_too(b"short").unwrap().unwrap();
+    assert_eq!(
+        (late.bytes.as_slice(), late.expires_at),
+        (&b"s"[..], Some(10_500))
+    );
+    assert!(
+        engine
+            .get_value_expired_too(b"never-written")
+            .unwrap()
+            .is_none()
+    );
     let mut keys: Vec<_> = engine.keys().collect();
     keys.sort();
     assert_eq!(keys, vec![b"forever".to_vec(), b"long".to_vec()]);

@@ -1421,7 +1421,8 @@ mod tests {
         assert_eq!(
             set_err("maxmemory-policy", "foo"),
             "argument(s) must be one of the following: volatile-lru, volatile-lfu, \
-             volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
+             volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction, \
+             tiered"
         );
         assert_eq!(
             set_err("enable-debug-command", "foo"),

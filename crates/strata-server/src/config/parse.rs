@@ -471,10 +471,11 @@ pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Invocation, C
         file,
         overrides: overrides.len(),
     };
-    Ok(Invocation::Serve {
-        config: loader.finish(),
-        source,
-    })
+    let config = loader.finish();
+    if let Some(reason) = config.conflict() {
+        return Err(ConfigError::Conflict(reason.to_string()));
+    }
+    Ok(Invocation::Serve { config, source })
 }
 
 #[cfg(test)]

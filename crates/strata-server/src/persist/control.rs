@@ -337,9 +337,17 @@ fn open(state: &ServerState, fsync: Appendfsync) -> anyhow::Result<Arc<Persisten
 
 /// Loads the data directory; keeps the store open if `appendonly` is on.
 fn load(state: &Arc<ServerState>) -> anyhow::Result<()> {
-    let (appendonly, fsync, limits) = {
+    let (appendonly, fsync, limits, tiered) = {
         let cfg = state.config.read();
-        (cfg.appendonly, cfg.appendfsync, cfg.encoding_limits())
+        let tiered = (cfg.maxmemory_policy == crate::config::MaxmemoryPolicy::Tiered
+            && cfg.maxmemory > 0)
+            .then_some(cfg.maxmemory);
+        (
+            cfg.appendonly,
+            cfg.appendfsync,
+            cfg.encoding_limits(),
+            tiered,
+        )
     };
     let p = open(state, fsync)?;
     let control = &state.persistence;
@@ -348,7 +356,13 @@ fn load(state: &Arc<ServerState>) -> anyhow::Result<()> {
             .loading_total
             .store(engine.stats().live_bytes, Ordering::Relaxed);
     }
-    p.recover(&state.keyspace, &limits, unix_ms(), &control.loading_done)?;
+    p.recover(
+        &state.keyspace,
+        &limits,
+        unix_ms(),
+        &control.loading_done,
+        tiered,
+    )?;
     if let Some(payload) = p.functions()? {
         let n = strata_commands::families::scripting::function::restore_logged(
             &state.scripting,

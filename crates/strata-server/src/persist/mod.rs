@@ -340,6 +340,13 @@ impl Persistence {
         *error = text;
     }
 
+    /// Whether the keyspace is being written to fresh namespaces (see
+    /// [`Persistence::renamespace`]): the store does not hold every key's value
+    /// where reads look for it yet.
+    pub fn rewriting_map(&self) -> bool {
+        self.map_pending.load(Ordering::Acquire)
+    }
+
     /// The number of the last batch appended.
     pub fn appended(&self) -> u64 {
         self.appended.load(Ordering::Acquire)
@@ -354,12 +361,18 @@ impl Persistence {
     ///
     /// `progress` counts the bytes of keys and values read so far (INFO's
     /// `loading_loaded_bytes`).
+    ///
+    /// With `tiered` (`maxmemory-policy tiered` and its `maxmemory`), string values
+    /// that can leave memory are loaded as placeholders ([`strata_keyspace::value::Cold`])
+    /// once the memory in use passes 90% of the limit: a data set bigger than memory
+    /// loads, and the first reads of the rest bring it back.
     pub fn recover(
         &self,
         ks: &Keyspace,
         limits: &strata_keyspace::EncodingLimits,
         now_ms: u64,
         progress: &AtomicU64,
+        tiered: Option<u64>,
     ) -> anyhow::Result<u64> {
         let Some(engine) = self.engine() else {
             anyhow::bail!("the store is closed")
@@ -384,6 +397,14 @@ impl Persistence {
             }
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let over_limit = AtomicBool::new(false);
+        let check_memory = || {
+            if let Some(max) = tiered {
+                let used = crate::memory::allocated().saturating_sub(engine.bookkeeping_memory());
+                over_limit.store(used > max / 10 * 9, Ordering::Relaxed);
+            }
+        };
+        check_memory();
         let scanned = engine.for_each_live(threads, |key, value, expiry| {
             let Some((ns, user_key)) = key.split_first_chunk::<4>() else {
                 return Ok(());
@@ -398,6 +419,21 @@ impl Persistence {
             };
             let total = bytes.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
             if value.is_empty() {
+                return Ok(());
+            }
+            if over_limit.load(Ordering::Relaxed)
+                && let Some(len) = strata_keyspace::serialize::tierable_string_len(value)
+            {
+                let hash = ks.hash(user_key);
+                let ttl = expiry.map_or(Ttl::Persist, Ttl::At);
+                let cold = strata_keyspace::Value::Cold(strata_keyspace::value::Cold::new(len));
+                ks.lock(ks.shard_of_hash(hash))
+                    .db(db)
+                    .set(hash, user_key, cold, ttl, now_ms);
+                let n = keys.fetch_add(1, Ordering::Relaxed) + 1;
+                if n % 1024 == 0 {
+                    progress.store(total, Ordering::Relaxed);
+                }
                 return Ok(());
             }
             let v = match strata_keyspace::serialize::decode(value, limits) {
@@ -417,6 +453,7 @@ impl Persistence {
             let n = keys.fetch_add(1, Ordering::Relaxed) + 1;
             if n % 1024 == 0 {
                 progress.store(total, Ordering::Relaxed);
+                check_memory();
             }
             if n % PROGRESS_EVERY == 0 {
                 let secs = started.elapsed().as_secs_f64().max(1e-3);
@@ -458,6 +495,32 @@ impl Persistence {
             .map_err(|e| anyhow::anyhow!("can't read the function libraries: {e}"))?;
         self.functions.lock().clone_from(&payload);
         Ok(payload)
+    }
+
+    /// The value of `key` in database `db` as the store holds it, for a value that
+    /// `maxmemory-policy tiered` moved out of memory. Expired values are read too:
+    /// the keyspace's own clock decides expiry.
+    pub fn read_value(
+        &self,
+        db: usize,
+        key: &[u8],
+        limits: &strata_keyspace::EncodingLimits,
+    ) -> Result<Option<strata_keyspace::Value>, String> {
+        let Some(engine) = self.engine() else {
+            return Err("ERR the log is closed: can't read the value from disk".into());
+        };
+        let Some(&ns) = self.map.load().namespaces.get(db) else {
+            return Ok(None);
+        };
+        let stored = engine
+            .get_value_expired_too(&engine_key(ns, key))
+            .map_err(|e| format!("ERR can't read the value from disk: {e}"))?;
+        let Some(stored) = stored else {
+            return Ok(None);
+        };
+        strata_keyspace::serialize::decode(&stored.bytes, limits)
+            .map(Some)
+            .map_err(|e| format!("ERR the value read from disk is damaged: {e}"))
     }
 
     /// Writes the FUNCTION libraries as a whole (a store opened on a live server).
@@ -855,6 +918,16 @@ impl Persistence {
             for (data, ns) in shard.dbs().iter().zip(&map.namespaces) {
                 for entry in data.iter(now) {
                     let key = engine_key(*ns, entry.key());
+                    if entry.value.is_cold() {
+                        // Its only copy is the store's: whatever the reopened store
+                        // holds is the value.
+                        if !engine.contains(&key) {
+                            tracing::warn!(
+                                "a value kept on disk by maxmemory-policy tiered was lost with the failed write"
+                            );
+                        }
+                        continue;
+                    }
                     value.clear();
                     strata_keyspace::serialize::encode(&entry.value, &mut value);
                     let stored = engine.get_value(&key)?;
@@ -1055,7 +1128,13 @@ mod tests {
         let p = open(dir.path());
         let ks = Keyspace::new(16, 4);
         let n = p
-            .recover(&ks, &EncodingLimits::default(), 10, &AtomicU64::new(0))
+            .recover(
+                &ks,
+                &EncodingLimits::default(),
+                10,
+                &AtomicU64::new(0),
+                None,
+            )
             .expect("recovered");
         assert_eq!(n, 3);
         assert_eq!(ks.db_len(3), 2);

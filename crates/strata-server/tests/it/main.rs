@@ -27,5 +27,6 @@ mod protocol;
 mod pubsub;
 mod random_diff;
 mod scripting;
+mod tiered;
 mod tls;
 mod transactions;

@@ -369,8 +369,9 @@ fn lfu_counters_and_object_match_redis() {
         (0, &["OBJECT", "FREQ", "n"]),
         (0, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]),
         (0, &["OBJECT", "FREQ", "k"]),
+        // (OBJECT IDLETIME of a key just set is 0 or 1 in Redis, whose LRU clock
+        // is a cached second: not compared.)
         (0, &["SET", "k", "v"]),
-        (0, &["OBJECT", "IDLETIME", "k"]),
     ]);
     d.finish();
 }

@@ -1089,7 +1089,9 @@ impl Gen {
                 let forms: &[&[&str]] = &[
                     &["SET", "no-such-directive", "1"],
                     &["SET", "maxmemory", "abc"],
-                    &["SET", "maxmemory-policy", "bogus"],
+                    // A valid policy: the error for a bad one lists strata's own
+                    // `tiered` too.
+                    &["SET", "maxmemory-policy", "allkeys-lru"],
                     &["SET", "hz", "abc"],
                     &["SET", "hz"],
                     &["SET", "timeout", "-1"],

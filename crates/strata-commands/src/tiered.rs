@@ -1,0 +1,218 @@
+//! `maxmemory-policy tiered`: string values out of memory, and bringing them back.
+//!
+//! Under the tiered policy the eviction ([`crate::evict`]) deletes nothing: it
+//! replaces the least recently used string values by a [`Cold`] placeholder (length
+//! and token), since each is already its key's live record in the log. Handlers
+//! never see a placeholder: before a command that looks at values runs, the
+//! dispatcher checks its keys, and if any value is out it either
+//!
+//! - hands the keys back to the connection ([`Outcome::fetch`](crate::exec::Outcome)),
+//!   having written nothing: the connection reads them on a blocking-I/O thread,
+//!   puts them back, and runs the command again — no event-loop thread waits for
+//!   the disk, and the shard locks are not held while it reads; or
+//! - reads them at once, under the command's locks, where the command cannot be run
+//!   again (inside EXEC, in a script, after a failed fetch): rare, since EXEC's keys
+//!   are fetched before EXEC runs and a script's declared keys before it starts.
+//!
+//! Commands that only delete, overwrite, test or re-time a key ([`needs_values`])
+//! run on the placeholder as they would on the value.
+//!
+//! # Invariants
+//!
+//! - A placeholder stands for the key's live record in the store; whatever replaces
+//!   or deletes the key drops it, so nothing ever reads it back by mistake.
+//! - A value read back is put in place only if the entry still holds the same
+//!   placeholder ([`Db::warm`](strata_keyspace::Db::warm)): a read that raced with
+//!   an overwrite installs nothing, and the command's retry sees the new state.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use smallvec::SmallVec;
+use strata_keyspace::value::cold_keys;
+use strata_keyspace::{Keyspace, Value};
+
+use crate::ctx::Keys;
+use crate::error::CmdError;
+use crate::server::Server;
+use crate::table::{Command, key_positions};
+
+/// A key whose value was found out of memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColdKey {
+    pub db: usize,
+    pub key: Vec<u8>,
+    /// The placeholder's token ([`strata_keyspace::value::Cold::token`]).
+    pub token: u32,
+}
+
+/// What INFO reports of the tiered policy at work.
+#[derive(Default)]
+pub struct TieredStats {
+    /// Keys that commands touched and found in memory, while values were out.
+    pub ram_hits: AtomicU64,
+    /// Values read back from the store.
+    pub disk_reads: AtomicU64,
+    /// Bytes read back.
+    pub disk_read_bytes: AtomicU64,
+}
+
+/// Whether `cmd` may look at its keys' values; false for the commands that run on
+/// a placeholder exactly as on the value: they delete it, overwrite it without
+/// reading it, test that the key exists, read its type or expiry, or change the
+/// expiry (logged as an expiry change, never as the value).
+pub fn needs_values(cmd: &Command, argv: &[&[u8]]) -> bool {
+    if cmd.parent.is_some() {
+        return true;
+    }
+    match cmd.name {
+        "del" | "unlink" | "exists" | "type" | "ttl" | "pttl" | "expiretime" | "pexpiretime"
+        | "expire" | "pexpire" | "expireat" | "pexpireat" | "persist" | "touch" | "mset"
+        | "msetnx" | "setex" | "psetex" => false,
+        // SET ... GET returns the old value.
+        "set" => argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")),
+        _ => true,
+    }
+}
+
+/// The keys of `cmd` (in the selected database) whose values are out of memory, with
+/// the shards already held; counts the others as hits in RAM.
+pub fn cold_among(
+    keys: &mut Keys<'_>,
+    stats: Option<&TieredStats>,
+    cmd: &Command,
+    argv: &[&[u8]],
+) -> SmallVec<[ColdKey; 2]> {
+    let mut cold = SmallVec::new();
+    let now = keys.now_ms;
+    let db_index = keys.db;
+    let mut hits = 0;
+    for i in key_positions(cmd, argv) {
+        let Some(key) = argv.get(i) else { continue };
+        let (hash, db) = keys.db_for(key);
+        match db.peek(hash, key, now).map(|e| &e.value) {
+            Some(Value::Cold(c)) if !cold.iter().any(|k: &ColdKey| k.key == *key) => {
+                cold.push(ColdKey {
+                    db: db_index,
+                    key: key.to_vec(),
+                    token: c.token(),
+                });
+            }
+            Some(Value::Cold(_)) => {}
+            Some(_) => hits += 1,
+            None => {}
+        }
+    }
+    if let Some(stats) = stats
+        && hits > 0
+    {
+        stats.ram_hits.fetch_add(hits, Ordering::Relaxed);
+    }
+    cold
+}
+
+/// The keys among `wanted` (database, key) whose values are out of memory, locking
+/// each one's shard for a moment: for EXEC, whose keys are known before it takes
+/// its locks.
+pub fn cold_unlocked<'k>(
+    ks: &Keyspace,
+    now_ms: u64,
+    wanted: impl Iterator<Item = (usize, &'k [u8])>,
+) -> Vec<ColdKey> {
+    let mut cold: Vec<ColdKey> = Vec::new();
+    if cold_keys() == 0 {
+        return cold;
+    }
+    for (db, key) in wanted {
+        let hash = ks.hash(key);
+        let shard = ks.lock(ks.shard_of_hash(hash));
+        if let Some(Value::Cold(c)) = shard.db_ref(db).peek(hash, key, now_ms).map(|e| &e.value)
+            && !cold.iter().any(|k| k.db == db && k.key == key)
+        {
+            cold.push(ColdKey {
+                db,
+                key: key.to_vec(),
+                token: c.token(),
+            });
+        }
+    }
+    cold
+}
+
+/// Reads the values of `cmd`'s keys that are out of memory back at once, with the
+/// command's shards held (see the module docs for when).
+pub fn warm_held(
+    server: &dyn Server,
+    keys: &mut Keys<'_>,
+    cmd: &Command,
+    argv: &[&[u8]],
+) -> Result<(), CmdError> {
+    if cold_keys() == 0 || !needs_values(cmd, argv) {
+        return Ok(());
+    }
+    let stats = server.tiered_stats();
+    let now = keys.now_ms;
+    for c in cold_among(keys, stats, cmd, argv) {
+        let value = read(server, stats, &c)?;
+        let (hash, db) = keys.other_db_for(c.db, &c.key);
+        db.warm(hash, &c.key, c.token, value, now);
+    }
+    Ok(())
+}
+
+/// Reads one value back from the store for `c`, counting it.
+pub fn read(
+    server: &dyn Server,
+    stats: Option<&TieredStats>,
+    c: &ColdKey,
+) -> Result<Value, CmdError> {
+    match server.read_cold(c.db, &c.key) {
+        Ok(Some(value)) => {
+            if let Some(stats) = stats {
+                stats.disk_reads.fetch_add(1, Ordering::Relaxed);
+                let len = value.as_str().map_or(0, |s| s.len());
+                stats
+                    .disk_read_bytes
+                    .fetch_add(len as u64, Ordering::Relaxed);
+            }
+            Ok(value)
+        }
+        Ok(None) => Err(CmdError::err(
+            "the value of this key is out of memory and could not be found in the log",
+        )),
+        Err(e) => Err(CmdError::coded(e)),
+    }
+}
+
+/// Puts values read back (elsewhere) in place, each only if its entry still holds
+/// the placeholder it was read for.
+pub fn install(ks: &Keyspace, key: &ColdKey, value: Value, now_ms: u64) -> bool {
+    let hash = ks.hash(&key.key);
+    ks.lock(ks.shard_of_hash(hash))
+        .db(key.db)
+        .warm(hash, &key.key, key.token, value, now_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(name: &str) -> &'static Command {
+        crate::registry()
+            .get(name.as_bytes())
+            .expect("known command")
+    }
+
+    #[test]
+    fn only_value_blind_commands_skip_the_fetch() {
+        let get: Vec<&[u8]> = vec![b"get", b"k"];
+        assert!(needs_values(cmd("get"), &get));
+        let del: Vec<&[u8]> = vec![b"del", b"k"];
+        assert!(!needs_values(cmd("del"), &del));
+        let set: Vec<&[u8]> = vec![b"set", b"k", b"v", b"EX", b"10"];
+        assert!(!needs_values(cmd("set"), &set));
+        let set_get: Vec<&[u8]> = vec![b"set", b"k", b"v", b"Get"];
+        assert!(needs_values(cmd("set"), &set_get));
+        let rename: Vec<&[u8]> = vec![b"rename", b"k", b"j"];
+        assert!(needs_values(cmd("rename"), &rename));
+    }
+}

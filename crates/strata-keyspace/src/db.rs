@@ -808,6 +808,51 @@ mod tests {
     }
 
     #[test]
+    fn ttls_travel_with_taken_entries_and_swaps() {
+        let mut d = db();
+        set(&mut d, "a", "1", Ttl::At(500), 0);
+        set(&mut d, "b", "2", Ttl::Persist, 0);
+        // RENAME: the entry leaves with its TTL and comes back under another key.
+        let h = d.hash(b"a");
+        let (mut entry, when) = d.take(h, b"a", 0).expect("live");
+        assert_eq!((when, d.expires_len()), (Some(500), 0));
+        entry.set_key(b"c");
+        let h = d.hash(b"c");
+        assert!(d.put_entry(h, entry, when, 0).is_none());
+        assert_eq!(d.ttl_of(h, b"c", 0), Some(Some(500)));
+        let e = d.peek(h, b"c", 0).expect("live");
+        assert!(e.has_ttl());
+        assert_eq!(d.expire_at(e), Some(500));
+        // Replacing a key with a TTL by one without drops the old TTL.
+        let hb = d.hash(b"b");
+        let (entry, when) = d.take(hb, b"b", 0).expect("live");
+        entry_into(&mut d, b"c", entry, when);
+        assert_eq!(d.ttl_of(h, b"c", 0), Some(None));
+        assert_eq!(d.expires_len(), 0);
+        // SWAPDB moves the TTLs with the keys; FLUSHDB drops them.
+        set(&mut d, "t", "v", Ttl::At(900), 0);
+        let mut other = Db::new(d.dict.hasher().clone());
+        d.swap_contents(&mut other);
+        assert_eq!((d.expires_len(), other.expires_len()), (0, 1));
+        let ht = other.hash(b"t");
+        assert_eq!(other.ttl_of(ht, b"t", 0), Some(Some(900)));
+        assert_eq!(other.ttl_of(ht, b"t", 900), None);
+        assert_eq!(other.expired, 1);
+        set(&mut other, "u", "v", Ttl::At(900), 0);
+        drop(other.clear());
+        assert_eq!(
+            (other.len(), other.expires_len(), other.next_expiry()),
+            (0, 0, None)
+        );
+    }
+
+    fn entry_into(d: &mut Db, key: &[u8], mut entry: Box<Entry>, when: Option<u64>) {
+        entry.set_key(key);
+        let h = d.hash(key);
+        d.put_entry(h, entry, when, 0);
+    }
+
+    #[test]
     fn random_key_skips_expired() {
         let mut d = db();
         for i in 0..50 {

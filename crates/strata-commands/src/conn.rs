@@ -277,6 +277,9 @@ pub struct ConnState {
     /// tiered`) may hand its keys back to the connection to be read off the event
     /// loop and run again ([`crate::tiered`]); when false they are read at once.
     pub fetch_cold: bool,
+    /// The command is running again after its values were read back (its keys were
+    /// counted for INFO's `tiered_ram_hit_ratio` the first time).
+    pub refetched: bool,
     /// Set by a blocking command that found nothing and must wait; the server parks
     /// the client and runs the command again when a key is ready or times out.
     pub block: Option<BlockRequest>,
@@ -331,6 +334,7 @@ impl ConnState {
             oom: false,
             may_block: true,
             fetch_cold: false,
+            refetched: false,
             block: None,
             multi: None,
             watched: Vec::new(),

@@ -144,7 +144,7 @@ pub fn record_for(
             kind: RecordKind::Delete,
         }];
     };
-    let expires_at = entry.expire_at().unwrap_or(0);
+    let expires_at = db.expire_at(entry).unwrap_or(0);
     let record = |kind| Record {
         db: db_index,
         key: key.to_vec(),

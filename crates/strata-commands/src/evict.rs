@@ -555,11 +555,11 @@ fn evict_key(
     let Some(entry) = db.peek(hash, &c.key, now_ms) else {
         return Victim::Gone;
     };
-    if volatile && entry.expire_at().is_none() {
+    if volatile && !entry.has_ttl() {
         return Victim::Gone;
     }
     if let Some(pool) = recheck {
-        let score = entry.eviction_score(policy, now_ms);
+        let score = db.eviction_score(entry, policy, now_ms);
         if score < c.score && pool.best_score().is_some_and(|best| best > score) {
             pool.offer(score, c.db, &c.key);
             return Victim::Stale;

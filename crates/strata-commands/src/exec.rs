@@ -445,7 +445,8 @@ fn cold_values(
     argv: &[&[u8]],
     now_ms: u64,
 ) -> Vec<ColdKey> {
-    let stats = server.tiered_stats();
+    // A command run again after its values were read back was counted already.
+    let stats = server.tiered_stats().filter(|_| !conn.refetched);
     let mut cold: Vec<ColdKey> = if tiered::needs_values(cmd, argv) {
         tiered::cold_among(keys, stats, cmd, argv).into_vec()
     } else {

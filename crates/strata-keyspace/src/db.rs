@@ -9,10 +9,15 @@
 //! wasted samples: expired keys cannot pile up however few of the keys have a TTL.
 //! Lookups still expire lazily, so no command ever sees an expired key.
 //!
+//! An entry only carries a flag saying whether it has a TTL; the time itself is kept
+//! out of line in [`Expires`], so the many keys without one stay small (an entry is 64
+//! bytes) and never pay for a second lookup.
+//!
 //! # Invariants
 //!
-//! - An entry's `expire_at` is non-zero exactly when the index lists `(expire_at, hash)`
-//!   for it; all changes of `expire_at` go through this module.
+//! - An entry is flagged as having a TTL exactly when [`Expires`] holds its expiry
+//!   (non-zero) and the index lists `(expire_at, hash)` for it; all changes of a TTL go
+//!   through this module.
 //! - A method that finds an expired entry removes it and counts it in `expired`.
 //!
 //! # Events
@@ -23,7 +28,7 @@
 //! them. When nobody listens the cost is one relaxed atomic load per insertion or
 //! expiry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
@@ -32,6 +37,7 @@ use crate::access;
 use crate::compact::CompactBytes;
 use crate::dict::{Dict, DictEntry, Pos};
 use crate::evict::Policy;
+use crate::expires::Expires;
 use crate::value::{Cold, Str, Value};
 
 /// A key and what it holds.
@@ -39,10 +45,10 @@ use crate::value::{Cold, Str, Value};
 pub struct Entry {
     key: CompactBytes,
     pub value: Value,
-    /// Absolute expiry in Unix milliseconds; 0 when the key has no TTL.
-    expire_at: u64,
     /// Last access (LRU) or access frequency (LFU): see [`crate::access`].
     lru: u32,
+    /// Whether the key has a TTL (its time is in the database's [`Expires`]).
+    volatile: bool,
 }
 
 impl DictEntry for Entry {
@@ -57,14 +63,10 @@ impl Entry {
         &self.key
     }
 
-    /// The absolute expiry in Unix milliseconds, if the key has a TTL.
-    pub fn expire_at(&self) -> Option<u64> {
-        (self.expire_at != 0).then_some(self.expire_at)
-    }
-
+    /// Whether the key has a TTL ([`Db::expire_at`] tells which).
     #[inline]
-    pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at != 0 && self.expire_at <= now_ms
+    pub fn has_ttl(&self) -> bool {
+        self.volatile
     }
 
     /// Gives the entry another key (RENAME, MOVE): it must then be inserted under it.
@@ -89,9 +91,10 @@ impl Entry {
         access::lfu_decayed(self.lru, now_ms)
     }
 
-    /// How good a candidate for eviction the entry is under `policy`: the higher,
-    /// the better (Redis's `idle` in its eviction pool).
-    pub fn eviction_score(&self, policy: Policy, now_ms: u64) -> u64 {
+    /// How good a candidate for eviction the entry, which expires at `expire_at` (0
+    /// for never), is under `policy`: the higher, the better (Redis's `idle` in its
+    /// eviction pool).
+    fn eviction_score(&self, policy: Policy, now_ms: u64, expire_at: u64) -> u64 {
         match policy {
             Policy::Lru => access::idle_ms(self.lru, now_ms),
             // Equal counters are told apart by idle time (see `access`).
@@ -99,7 +102,7 @@ impl Entry {
                 (255 - u64::from(self.freq(now_ms))) << 32
                     | u64::from(access::lfu_idle_seconds(self.lru, now_ms))
             }
-            Policy::Ttl => u64::MAX - self.expire_at,
+            Policy::Ttl => u64::MAX - expire_at,
             Policy::Random => 0,
         }
     }
@@ -164,9 +167,8 @@ impl EventFlags {
 /// One database of one shard.
 pub struct Db {
     dict: Dict<Box<Entry>, KeyHasher>,
-    /// `(expire_at, hash)` → number of keys with that pair (hash collisions aside, 1).
-    expires: BTreeMap<(u64, u64), u32>,
-    expires_len: usize,
+    /// The expiry times of the keys with a TTL.
+    expires: Expires,
     /// Keys removed because they expired, lazily or actively.
     pub expired: u64,
     /// WATCHed keys and their watchers (empty unless someone watches).
@@ -184,8 +186,7 @@ impl Db {
     pub fn new(hasher: KeyHasher) -> Db {
         Db {
             dict: Dict::with_hasher(hasher),
-            expires: BTreeMap::new(),
-            expires_len: 0,
+            expires: Expires::default(),
             expired: 0,
             watches: HashMap::new(),
             event_flags: Arc::default(),
@@ -254,7 +255,7 @@ impl Db {
 
     /// Number of keys with a TTL.
     pub fn expires_len(&self) -> usize {
-        self.expires_len
+        self.expires.len()
     }
 
     /// Bytes held by the table's slot arrays.
@@ -262,24 +263,67 @@ impl Db {
         self.dict.allocated_bytes()
     }
 
-    fn index_add(&mut self, when: u64, hash: u64) {
-        if when != 0 {
-            *self.expires.entry((when, hash)).or_insert(0) += 1;
-            self.expires_len += 1;
+    /// The absolute expiry (Unix milliseconds) of an entry with hash `hash`; 0 when it
+    /// has no TTL.
+    #[inline]
+    fn when(&self, hash: u64, entry: &Entry) -> u64 {
+        if entry.volatile {
+            self.expires.get(hash, &entry.key)
+        } else {
+            0
         }
     }
 
-    fn index_remove(&mut self, when: u64, hash: u64) {
-        if when == 0 {
-            return;
+    /// Whether an entry with hash `hash` has expired at `now_ms`.
+    #[inline]
+    fn is_expired(&self, hash: u64, entry: &Entry, now_ms: u64) -> bool {
+        entry.volatile && self.expires.get(hash, &entry.key) <= now_ms
+    }
+
+    /// Whether an entry of this database has expired at `now_ms`.
+    #[inline]
+    fn entry_expired(&self, entry: &Entry, now_ms: u64) -> bool {
+        entry.volatile && self.is_expired(self.hash(&entry.key), entry, now_ms)
+    }
+
+    /// The absolute expiry in Unix milliseconds of an entry of this database, if it
+    /// has a TTL.
+    pub fn expire_at(&self, entry: &Entry) -> Option<u64> {
+        if !entry.volatile {
+            return None;
         }
-        if let Some(n) = self.expires.get_mut(&(when, hash)) {
-            *n -= 1;
-            if *n == 0 {
-                self.expires.remove(&(when, hash));
-            }
-            self.expires_len -= 1;
+        let when = self.when(self.hash(&entry.key), entry);
+        (when != 0).then_some(when)
+    }
+
+    /// How good a candidate for eviction an entry of this database is under `policy`:
+    /// the higher, the better (Redis's `idle` in its eviction pool).
+    pub fn eviction_score(&self, entry: &Entry, policy: Policy, now_ms: u64) -> u64 {
+        let when = match policy {
+            Policy::Ttl => self.expire_at(entry).unwrap_or(0),
+            _ => 0,
+        };
+        entry.eviction_score(policy, now_ms, when)
+    }
+
+    /// Changes the TTL of the entry at `pos` (0: none), keeping [`Expires`] exact.
+    fn set_when(&mut self, hash: u64, pos: Pos, when: u64) {
+        let entry = self.dict.at(pos);
+        let old = self.when(hash, entry);
+        if old != when {
+            let volatile = self.expires.set(hash, &entry.key, old, when);
+            self.dict.at_mut(pos).volatile = volatile;
         }
+    }
+
+    /// Forgets the TTL of an entry that has just left the table.
+    #[inline]
+    fn forget_when(&mut self, hash: u64, entry: &Entry) -> u64 {
+        let when = self.when(hash, entry);
+        if when != 0 {
+            self.expires.set(hash, &entry.key, when, 0);
+        }
+        when
     }
 
     /// Finds a live entry, removing it first if it has expired.
@@ -287,10 +331,9 @@ impl Db {
     fn find_live(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Pos> {
         let pos = self.dict.find(hash, key)?;
         let entry = self.dict.at(pos);
-        if entry.is_expired(now_ms) {
-            let when = entry.expire_at;
+        if self.is_expired(hash, entry, now_ms) {
             let removed = self.dict.remove_at(pos);
-            self.index_remove(when, hash);
+            self.forget_when(hash, &removed);
             self.expired += 1;
             self.touch_expired(removed.key());
             self.log(KeyEvent::Expired, removed.key());
@@ -312,7 +355,15 @@ impl Db {
         self.dict
             .get(hash, key)
             .map(|e| &**e)
-            .filter(|e| !e.is_expired(now_ms))
+            .filter(|e| !self.is_expired(hash, e, now_ms))
+    }
+
+    /// The TTL of a live key: `None` if the key is missing, `Some(None)` if it has no
+    /// TTL (an expired key is removed).
+    pub fn ttl_of(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Option<u64>> {
+        let pos = self.find_live(hash, key, now_ms)?;
+        let when = self.when(hash, self.dict.at(pos));
+        Some((when != 0).then_some(when))
     }
 
     pub fn contains(&mut self, hash: u64, key: &[u8], now_ms: u64) -> bool {
@@ -330,21 +381,14 @@ impl Db {
     ) -> Option<Value> {
         match self.find_live(hash, key, now_ms) {
             Some(pos) => {
-                let entry = self.dict.at_mut(pos);
-                let old_when = entry.expire_at;
-                let new_when = match ttl {
-                    Ttl::Persist => 0,
-                    Ttl::Keep => old_when,
-                    Ttl::At(t) => t,
-                };
-                entry.expire_at = new_when;
-                entry.touch(now_ms);
-                let old = std::mem::replace(&mut entry.value, value);
-                if old_when != new_when {
-                    self.index_remove(old_when, hash);
-                    self.index_add(new_when, hash);
+                match ttl {
+                    Ttl::Persist => self.set_when(hash, pos, 0),
+                    Ttl::Keep => {}
+                    Ttl::At(t) => self.set_when(hash, pos, t),
                 }
-                Some(old)
+                let entry = self.dict.at_mut(pos);
+                entry.touch(now_ms);
+                Some(std::mem::replace(&mut entry.value, value))
             }
             None => {
                 let when = match ttl {
@@ -354,11 +398,10 @@ impl Db {
                 let entry = Entry {
                     key: CompactBytes::new(key),
                     value,
-                    expire_at: when,
                     lru: access::initial(now_ms),
+                    volatile: self.expires.set(hash, key, 0, when),
                 };
                 self.dict.insert(hash, Box::new(entry));
-                self.index_add(when, hash);
                 self.log(KeyEvent::New, key);
                 None
             }
@@ -380,8 +423,8 @@ impl Db {
         let entry = Entry {
             key: CompactBytes::new(key),
             value: make(),
-            expire_at: 0,
             lru: access::initial(now_ms),
+            volatile: false,
         };
         self.log(KeyEvent::New, key);
         let (e, _) = self.dict.get_or_insert_with(hash, key, || Box::new(entry));
@@ -392,35 +435,38 @@ impl Db {
     pub fn remove(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Value> {
         let pos = self.find_live(hash, key, now_ms)?;
         let entry = self.dict.remove_at(pos);
-        self.index_remove(entry.expire_at, hash);
+        self.forget_when(hash, &entry);
         Some(entry.value)
     }
 
-    /// Removes `key` and returns the whole entry (key, value and TTL), if live.
-    pub fn take(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Box<Entry>> {
+    /// Removes `key` and returns the whole entry (key and value) with its TTL (the
+    /// absolute expiry, if any), if live.
+    pub fn take(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        now_ms: u64,
+    ) -> Option<(Box<Entry>, Option<u64>)> {
         let pos = self.find_live(hash, key, now_ms)?;
-        let entry = self.dict.remove_at(pos);
-        self.index_remove(entry.expire_at, hash);
-        Some(entry)
+        let mut entry = self.dict.remove_at(pos);
+        let when = self.forget_when(hash, &entry);
+        entry.volatile = false;
+        Some((entry, (when != 0).then_some(when)))
     }
 
-    /// Inserts a whole entry taken from elsewhere (RENAME, MOVE, SWAPDB...), replacing
-    /// any live entry with the same key; its TTL is kept unless `ttl` says otherwise.
+    /// Inserts a whole entry taken from elsewhere (RENAME, MOVE...) with the TTL
+    /// `expire_at`, replacing any live entry with the same key.
     pub fn put_entry(
         &mut self,
         hash: u64,
         mut entry: Box<Entry>,
-        ttl: Ttl,
+        expire_at: Option<u64>,
         now_ms: u64,
     ) -> Option<Value> {
-        let when = match ttl {
-            Ttl::Keep => entry.expire_at,
-            Ttl::Persist => 0,
-            Ttl::At(t) => t,
-        };
-        let old = self.take(hash, &entry.key, now_ms).map(|e| e.value);
-        entry.expire_at = when;
-        self.index_add(when, hash);
+        let old = self.take(hash, &entry.key, now_ms).map(|(e, _)| e.value);
+        entry.volatile = self
+            .expires
+            .set(hash, &entry.key, 0, expire_at.unwrap_or(0));
         self.log(KeyEvent::New, &entry.key);
         self.dict.insert(hash, entry);
         old
@@ -431,12 +477,7 @@ impl Db {
         let Some(pos) = self.find_live(hash, key, now_ms) else {
             return false;
         };
-        let entry = self.dict.at_mut(pos);
-        let old = std::mem::replace(&mut entry.expire_at, when);
-        if old != when {
-            self.index_remove(old, hash);
-            self.index_add(when, hash);
-        }
+        self.set_when(hash, pos, when);
         true
     }
 
@@ -445,38 +486,42 @@ impl Db {
     pub fn expire_cycle(&mut self, now_ms: u64, budget: usize) -> (usize, bool) {
         let mut removed = 0;
         while removed < budget {
-            let Some((&(when, hash), _)) = self.expires.first_key_value() else {
+            let Some((when, hash)) = self.expires.first() else {
                 return (removed, false);
             };
             if when > now_ms {
                 return (removed, false);
             }
-            let gone = self.dict.remove_hash_where(hash, |e| e.expire_at == when);
-            self.index_remove(when, hash);
+            let expires = &self.expires;
+            let gone = self
+                .dict
+                .remove_hash_where(hash, |e| e.volatile && expires.get(hash, &e.key) == when);
             if let Some(e) = gone {
+                self.forget_when(hash, &e);
                 removed += 1;
                 self.expired += 1;
                 self.touch_expired(e.key());
                 self.log(KeyEvent::Expired, e.key());
                 self.expired_value(e.value);
+            } else {
+                // No entry holds this time (the invariants rule it out): drop it from
+                // the index all the same, so the cycle moves on.
+                self.expires.drop_from_index(when, hash);
             }
         }
-        let more = self
-            .expires
-            .first_key_value()
-            .is_some_and(|(&(w, _), _)| w <= now_ms);
+        let more = self.expires.first().is_some_and(|(w, _)| w <= now_ms);
         (removed, more)
     }
 
     /// The earliest expiry time in this database.
     pub fn next_expiry(&self) -> Option<u64> {
-        self.expires.first_key_value().map(|(&(w, _), _)| w)
+        self.expires.first().map(|(w, _)| w)
     }
 
     /// One SCAN step over live entries (see [`Dict::scan`]).
     pub fn scan(&self, cursor: u64, now_ms: u64, mut f: impl FnMut(&Entry)) -> u64 {
         self.dict.scan(cursor, |e| {
-            if !e.is_expired(now_ms) {
+            if !self.entry_expired(e, now_ms) {
                 f(e)
             }
         })
@@ -487,7 +532,7 @@ impl Db {
         self.dict
             .iter()
             .map(|e| &**e)
-            .filter(move |e| !e.is_expired(now_ms))
+            .filter(move |e| !self.entry_expired(e, now_ms))
     }
 
     /// A random live key, removing expired keys it runs into. Gives up after a number
@@ -496,7 +541,7 @@ impl Db {
         for _ in 0..100 {
             let (key, expired) = {
                 let e = self.dict.random(rng())?;
-                (e.key.to_vec(), e.is_expired(now_ms))
+                (e.key.to_vec(), self.entry_expired(e, now_ms))
             };
             if !expired {
                 return Some(key);
@@ -520,23 +565,20 @@ impl Db {
         rng: &mut impl FnMut() -> u64,
         mut f: impl FnMut(u64, &[u8]),
     ) {
+        let expires = &self.expires;
         let mut offer = |when: u64, hash: u64| {
-            if let Some(e) = self
-                .dict
-                .find_hash_where(hash, &mut |e| e.expire_at == when)
-            {
-                f(e.eviction_score(policy, now_ms), &e.key);
+            if let Some(e) = self.dict.find_hash_where(hash, &mut |e| {
+                e.volatile && expires.get(hash, &e.key) == when
+            }) {
+                f(e.eviction_score(policy, now_ms, when), &e.key);
             }
         };
         if volatile || policy == Policy::Ttl {
-            let (Some((&(first, _), _)), Some((&(last, _), _))) = (
-                self.expires.first_key_value(),
-                self.expires.last_key_value(),
-            ) else {
+            let (Some((first, _)), Some((last, _))) = (expires.first(), expires.last()) else {
                 return;
             };
             if policy == Policy::Ttl {
-                for &(when, hash) in self.expires.keys().take(n) {
+                for (when, hash) in expires.in_order().take(n) {
                     offer(when, hash);
                 }
                 return;
@@ -546,9 +588,9 @@ impl Db {
                 let span = last - first;
                 let when = first + rng() % span.saturating_add(1).max(1);
                 let point = (when, rng());
-                let (&(w, h), _) = match self.expires.range(point..).next() {
+                let (w, h) = match expires.at_or_after(point) {
                     Some(found) => found,
-                    None => match self.expires.first_key_value() {
+                    None => match expires.first() {
                         Some(found) => found,
                         None => return,
                     },
@@ -559,7 +601,7 @@ impl Db {
         }
         for _ in 0..n {
             match self.dict.random_uniform(&mut *rng) {
-                Some(e) => f(e.eviction_score(policy, now_ms), &e.key),
+                Some(e) => f(e.eviction_score(policy, now_ms, 0), &e.key),
                 None => return,
             }
         }
@@ -578,8 +620,8 @@ impl Db {
     ) {
         for _ in 0..n {
             match self.dict.random_uniform(&mut *rng) {
-                Some(e) if e.value.is_tierable() && !e.is_expired(now_ms) => {
-                    f(e.eviction_score(Policy::Lru, now_ms), &e.key)
+                Some(e) if e.value.is_tierable() && !self.entry_expired(e, now_ms) => {
+                    f(e.eviction_score(Policy::Lru, now_ms, 0), &e.key)
                 }
                 Some(_) => {}
                 None => return,
@@ -627,7 +669,6 @@ impl Db {
     pub fn clear(&mut self) -> Detached {
         self.touch_all_existing();
         self.expires.clear();
-        self.expires_len = 0;
         Detached::Db(self.dict.take())
     }
 
@@ -639,7 +680,6 @@ impl Db {
         other.touch_watched_existing_in(self);
         std::mem::swap(&mut self.dict, &mut other.dict);
         std::mem::swap(&mut self.expires, &mut other.expires);
-        std::mem::swap(&mut self.expires_len, &mut other.expires_len);
     }
 
     /// Touches this database's watched keys that exist here or in `other`.
@@ -661,7 +701,7 @@ impl Db {
         let expired_at_watch = self
             .dict
             .get(hash, key)
-            .is_some_and(|e| e.is_expired(now_ms));
+            .is_some_and(|e| self.is_expired(hash, e, now_ms));
         let list = self.watches.entry(key.to_vec()).or_default();
         if !list.iter().any(|w| Arc::ptr_eq(&w.dirty, dirty)) {
             list.push(Watch {
@@ -873,6 +913,51 @@ mod tests {
         assert!(d.remove(h, b"k", 10_000).is_some());
         assert_eq!(d.expires_len(), 0);
         assert!(d.expires.is_empty());
+    }
+
+    #[test]
+    fn ttls_travel_with_taken_entries_and_swaps() {
+        let mut d = db();
+        set(&mut d, "a", "1", Ttl::At(500), 0);
+        set(&mut d, "b", "2", Ttl::Persist, 0);
+        // RENAME: the entry leaves with its TTL and comes back under another key.
+        let h = d.hash(b"a");
+        let (mut entry, when) = d.take(h, b"a", 0).expect("live");
+        assert_eq!((when, d.expires_len()), (Some(500), 0));
+        entry.set_key(b"c");
+        let h = d.hash(b"c");
+        assert!(d.put_entry(h, entry, when, 0).is_none());
+        assert_eq!(d.ttl_of(h, b"c", 0), Some(Some(500)));
+        let e = d.peek(h, b"c", 0).expect("live");
+        assert!(e.has_ttl());
+        assert_eq!(d.expire_at(e), Some(500));
+        // Replacing a key with a TTL by one without drops the old TTL.
+        let hb = d.hash(b"b");
+        let (entry, when) = d.take(hb, b"b", 0).expect("live");
+        entry_into(&mut d, b"c", entry, when);
+        assert_eq!(d.ttl_of(h, b"c", 0), Some(None));
+        assert_eq!(d.expires_len(), 0);
+        // SWAPDB moves the TTLs with the keys; FLUSHDB drops them.
+        set(&mut d, "t", "v", Ttl::At(900), 0);
+        let mut other = Db::new(d.dict.hasher().clone());
+        d.swap_contents(&mut other);
+        assert_eq!((d.expires_len(), other.expires_len()), (0, 1));
+        let ht = other.hash(b"t");
+        assert_eq!(other.ttl_of(ht, b"t", 0), Some(Some(900)));
+        assert_eq!(other.ttl_of(ht, b"t", 900), None);
+        assert_eq!(other.expired, 1);
+        set(&mut other, "u", "v", Ttl::At(900), 0);
+        drop(other.clear());
+        assert_eq!(
+            (other.len(), other.expires_len(), other.next_expiry()),
+            (0, 0, None)
+        );
+    }
+
+    fn entry_into(d: &mut Db, key: &[u8], mut entry: Box<Entry>, when: Option<u64>) {
+        entry.set_key(key);
+        let h = d.hash(key);
+        d.put_entry(h, entry, when, 0);
     }
 
     #[test]

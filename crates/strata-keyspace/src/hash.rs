@@ -217,29 +217,20 @@ impl Hash {
     /// Converts a packed hash to a hashtable if any of `args` (the fields and values
     /// about to be set) is too long for a listpack, or all of them would make it too
     /// big — Redis's `hashTypeTryConversion`.
-    /// A listpack that stays one makes room for them all at once (see
-    /// [`Pack::reserve_for`]).
     pub fn fit<'a>(&mut self, args: impl IntoIterator<Item = &'a [u8]>, limits: &EncodingLimits) {
         let Repr::Pack(p) = &mut self.repr else {
             return;
         };
-        let (mut sum, mut encoded, mut count) = (0usize, 0usize, 0u64);
+        let mut sum = 0usize;
         for arg in args {
             if arg.len() as u64 > limits.hash_max_listpack_value {
                 self.convert();
                 return;
             }
             sum += arg.len();
-            encoded += crate::pack::encoded_len(arg.len());
-            count += 1;
         }
         if p.bytes_len().saturating_add(sum) > PACK_MAX_SAFE_BYTES {
             self.convert();
-            return;
-        }
-        // Fields (and values) beyond the entry limit convert the hash anyway.
-        if p.len() as u64 + count <= limits.hash_max_listpack_entries.saturating_mul(2) {
-            p.reserve_for(encoded);
         }
     }
 
@@ -266,10 +257,6 @@ impl Hash {
                 };
                 if (p.len() / 2) as u64 > limits.hash_max_listpack_entries {
                     self.convert();
-                } else {
-                    // A listpack is reallocated to its exact size on every change, as
-                    // in Redis: many small hashes must not carry spare capacity.
-                    p.shrink_to_fit();
                 }
                 new
             }
@@ -283,7 +270,6 @@ impl Hash {
             Repr::Pack(p) => match pack_find(p, field) {
                 Some(i) => {
                     p.remove_range(i, 2);
-                    p.shrink_to_fit();
                     true
                 }
                 None => false,

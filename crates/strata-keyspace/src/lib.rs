@@ -7,6 +7,7 @@
 //!
 //! - [`dict`]: the incremental-rehash hash table with SCAN cursors.
 //! - [`db`]: one database of one shard; lazy and active expiry.
+//! - [`expires`]: the expiry times of keys with a TTL, kept out of their entries.
 //! - [`keyspace`]: the shards and their locks.
 //! - [`value`]: values and their Redis encodings.
 //! - [`list`]: lists, as quicklists of packs.
@@ -19,6 +20,7 @@ pub mod compact;
 pub mod db;
 pub mod dict;
 pub mod evict;
+pub mod expires;
 pub mod glob;
 pub mod hash;
 pub mod keyspace;

@@ -36,10 +36,6 @@ const SAFETY_LIMIT: usize = 8192;
 /// The largest entry count a node may be limited to (Redis's `FILL_MAX`).
 const FILL_MAX: i64 = (1 << 15) - 1;
 
-/// Packs with at least this many bytes allocated are shrunk when three quarters of
-/// their allocation is unused.
-const SHRINK_MIN: usize = 256;
-
 /// How big a node may grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeLimit {
@@ -219,16 +215,12 @@ impl List {
         self.node_bytes + self.nodes.table_bytes()
     }
 
-    /// Runs `f` on node `i`, keeping the memory accounting exact and shrinking an
-    /// allocation that has become mostly unused.
+    /// Runs `f` on node `i`, keeping the memory accounting exact.
     #[inline]
     fn edit<R>(&mut self, i: usize, f: impl FnOnce(&mut Pack) -> R) -> R {
         let node = self.nodes.get_mut(i);
         let before = node.heap_size();
         let r = f(node);
-        if node.heap_size() >= SHRINK_MIN && node.bytes_len() * 4 < node.heap_size() {
-            node.shrink_to_fit();
-        }
         self.node_bytes = self.node_bytes - before + node.heap_size();
         r
     }
@@ -244,17 +236,11 @@ impl List {
         node
     }
 
-    /// Gives the full node `i` an exact allocation: it will not grow again soon.
-    fn seal(&mut self, i: usize) {
-        self.edit(i, Pack::shrink_to_fit);
-    }
-
     pub fn push_back(&mut self, value: &[u8]) {
         let last = self.nodes.count() - 1;
         if self.limit.room_for(self.nodes.get(last), value.len()) {
             self.edit(last, |p| p.push_back(value));
         } else {
-            self.seal(last);
             self.insert_node(last + 1, Pack::from_iter([value]));
         }
         self.len += 1;
@@ -264,7 +250,6 @@ impl List {
         if self.limit.room_for(self.nodes.get(0), value.len()) {
             self.edit(0, |p| p.push_front(value));
         } else {
-            self.seal(0);
             self.insert_node(0, Pack::from_iter([value]));
         }
         self.len += 1;
@@ -841,15 +826,14 @@ mod tests {
     }
 
     #[test]
-    fn full_nodes_are_sealed() {
+    fn nodes_hold_no_spare_capacity() {
         let mut l = List::default();
         for i in 0..10_000 {
             l.push_back(format!("element:{i}").as_bytes());
         }
         l.check();
-        // Every node but the last, where pushes go, has an exact allocation.
-        let last = l.node_count() - 1;
-        for i in 0..last {
+        // Every node, the last one where pushes go included, has an exact allocation.
+        for i in 0..l.node_count() {
             let node = l.nodes.get(i);
             assert_eq!(node.heap_size(), node.bytes_len(), "node {i}");
         }

@@ -13,9 +13,12 @@
 //! byte holds the lowest seven bits; every byte but the first carries a continuation
 //! flag), so a reader at the end of an element can find its start. The element count is kept beside the buffer.
 //!
-//! Operations at the back are amortised O(1); at the front or in the middle they move
-//! the bytes after the change (`memmove`), which is why callers bound a pack's size
-//! (Redis's `list-max-listpack-size` and friends).
+//! The buffer is always exactly as long as its contents, as Redis's listpack is: every
+//! change reallocates it to its new size (in place while the allocator's size class
+//! allows, which is most of the time), so a pack is 24 bytes (pointer, length, count)
+//! and never holds spare capacity. Changes in the middle move the bytes after them
+//! (`memmove`), which is why callers bound a pack's size (Redis's
+//! `list-max-listpack-size` and friends).
 //!
 //! # Invariants
 //!
@@ -26,7 +29,7 @@
 /// A packed sequence of byte strings.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Pack {
-    buf: Vec<u8>,
+    buf: Box<[u8]>,
     len: u32,
 }
 
@@ -125,7 +128,7 @@ impl Pack {
 
     /// Bytes allocated.
     pub fn heap_size(&self) -> usize {
-        self.buf.capacity()
+        self.buf.len()
     }
 
     /// The element starting at `at`, and the offset just past it.
@@ -145,8 +148,19 @@ impl Pack {
         end - b - size
     }
 
+    /// Applies `f` to the buffer as a vector with room for `extra` more bytes, then
+    /// gives the buffer back its exact size.
+    #[inline]
+    fn edit<R>(&mut self, extra: usize, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let mut buf = std::mem::take(&mut self.buf).into_vec();
+        buf.reserve_exact(extra);
+        let r = f(&mut buf);
+        self.buf = buf.into_boxed_slice();
+        r
+    }
+
     pub fn push_back(&mut self, bytes: &[u8]) {
-        encode(&mut self.buf, bytes);
+        self.edit(encoded_len(bytes.len()), |buf| encode(buf, bytes));
         self.len += 1;
     }
 
@@ -158,7 +172,7 @@ impl Pack {
     fn insert_at_offset(&mut self, at: usize, bytes: &[u8]) {
         let mut enc = Vec::with_capacity(encoded_len(bytes.len()));
         encode(&mut enc, bytes);
-        self.buf.splice(at..at, enc);
+        self.edit(enc.len(), |buf| drop(buf.splice(at..at, enc)));
         self.len += 1;
     }
 
@@ -168,7 +182,7 @@ impl Pack {
         }
         let (e, next) = self.element_at(0);
         let v = e.to_vec();
-        self.buf.drain(..next);
+        self.edit(0, |buf| drop(buf.drain(..next)));
         self.len -= 1;
         Some(v)
     }
@@ -180,7 +194,7 @@ impl Pack {
         let start = self.start_before(self.buf.len());
         let (e, _) = self.element_at(start);
         let v = e.to_vec();
-        self.buf.truncate(start);
+        self.edit(0, |buf| buf.truncate(start));
         self.len -= 1;
         Some(v)
     }
@@ -232,7 +246,7 @@ impl Pack {
         let at = self.offset_of(index)?;
         let (e, next) = self.element_at(at);
         let v = e.to_vec();
-        self.buf.drain(at..next);
+        self.edit(0, |buf| drop(buf.drain(at..next)));
         self.len -= 1;
         Some(v)
     }
@@ -245,7 +259,8 @@ impl Pack {
         let (_, next) = self.element_at(at);
         let mut enc = Vec::with_capacity(encoded_len(bytes.len()));
         encode(&mut enc, bytes);
-        self.buf.splice(at..next, enc);
+        let extra = enc.len().saturating_sub(next - at);
+        self.edit(extra, |buf| drop(buf.splice(at..next, enc)));
         true
     }
 
@@ -262,7 +277,7 @@ impl Pack {
         for _ in 0..count {
             end = self.element_at(end).1;
         }
-        self.buf.drain(start..end);
+        self.edit(0, |buf| drop(buf.drain(start..end)));
         self.len -= count as u32;
     }
 
@@ -279,7 +294,7 @@ impl Pack {
             }
             at = next;
         }
-        self.buf = out;
+        self.buf = out.into_boxed_slice();
         self.len = kept;
     }
 
@@ -288,7 +303,7 @@ impl Pack {
         match self.offset_of(index) {
             None => Pack::new(),
             Some(at) => {
-                let tail = self.buf.split_off(at);
+                let tail = self.edit(0, |buf| buf.split_off(at)).into_boxed_slice();
                 let moved = self.len - index as u32;
                 self.len = index as u32;
                 Pack {
@@ -301,20 +316,8 @@ impl Pack {
 
     /// Appends every element of `other`.
     pub fn append(&mut self, other: &Pack) {
-        self.buf.extend_from_slice(&other.buf);
+        self.edit(other.buf.len(), |buf| buf.extend_from_slice(&other.buf));
         self.len += other.len;
-    }
-
-    pub fn shrink_to_fit(&mut self) {
-        self.buf.shrink_to_fit();
-    }
-
-    /// Makes room for `encoded_bytes` more (the [`encoded_len`]s of the elements
-    /// about to be added) with one exact allocation, as a
-    /// listpack grows by exactly what is added (rather than doubling, which leaves a
-    /// small collection up to twice its size).
-    pub fn reserve_for(&mut self, encoded_bytes: usize) {
-        self.buf.reserve_exact(encoded_bytes);
     }
 
     /// The elements, front to back (and back to front with `.rev()`).
@@ -346,11 +349,15 @@ impl<'a> IntoIterator for &'a Pack {
 
 impl<B: AsRef<[u8]>> FromIterator<B> for Pack {
     fn from_iter<I: IntoIterator<Item = B>>(iter: I) -> Pack {
-        let mut p = Pack::new();
+        let (mut buf, mut len) = (Vec::new(), 0u32);
         for b in iter {
-            p.push_back(b.as_ref());
+            encode(&mut buf, b.as_ref());
+            len += 1;
         }
-        p
+        Pack {
+            buf: buf.into_boxed_slice(),
+            len,
+        }
     }
 }
 

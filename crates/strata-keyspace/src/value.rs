@@ -1,8 +1,9 @@
 //! Values: what a key holds, with Redis's encodings.
 
+use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::compact::CompactBytes;
+use crate::compact::INLINE_CAPACITY;
 use crate::hash::Hash;
 use crate::list::List;
 use crate::set::Set;
@@ -19,7 +20,48 @@ pub const LAZYFREE_THRESHOLD: usize = 64;
 /// reports them as referenced `i32::MAX` times.
 pub const SHARED_INTEGERS: i64 = 10_000;
 
+/// Up to [`INLINE_CAPACITY`] bytes held in place, without an allocation.
+#[derive(Clone, Copy)]
+pub struct Inline {
+    len: u8,
+    data: [u8; INLINE_CAPACITY],
+}
+
+impl Inline {
+    /// The bytes, if they fit.
+    fn new(bytes: &[u8]) -> Option<Inline> {
+        let mut data = [0; INLINE_CAPACITY];
+        data.get_mut(..bytes.len())?.copy_from_slice(bytes);
+        Some(Inline {
+            len: bytes.len() as u8,
+            data,
+        })
+    }
+
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        &self.data[..self.len as usize]
+    }
+}
+
+impl PartialEq for Inline {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+impl Eq for Inline {}
+
+impl fmt::Debug for Inline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
 /// A string value in one of Redis's three encodings.
+///
+/// The encoding and where the bytes live (in place up to [`INLINE_CAPACITY`] bytes,
+/// else in one exact-size allocation) share one discriminant, so a string takes 24
+/// bytes: that keeps [`Value`] at 32 and a key's entry in jemalloc's 64-byte class.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Str {
     /// An integer whose decimal form is the value ("int"), stored as Redis stores a
@@ -28,38 +70,52 @@ pub enum Str {
     /// An integer ("int") that one key holds alone whatever its value: what COPY makes
     /// of an integer, since Redis duplicates the object rather than share it.
     OwnInt(i64),
-    /// A string created whole and never modified in place ("embstr").
-    Emb(CompactBytes),
-    /// A string modified in place (APPEND, SETRANGE) or long ("raw").
-    Raw(CompactBytes),
+    /// A short string created whole and never modified in place ("embstr").
+    Emb(Inline),
+    /// A longer "embstr" (up to [`EMBSTR_LIMIT`] bytes).
+    EmbHeap(Box<[u8]>),
+    /// A short string modified in place (APPEND, SETRANGE): "raw".
+    Raw(Inline),
+    /// A string modified in place or long ("raw").
+    RawHeap(Box<[u8]>),
 }
 
 impl Str {
     /// The value as Redis would store a string created whole: integers in canonical
     /// form as "int", short strings "embstr", the rest "raw".
     pub fn new(bytes: &[u8]) -> Str {
-        if let Some(n) = parse_canonical_i64(bytes) {
-            Str::Int(n)
-        } else if bytes.len() <= EMBSTR_LIMIT {
-            Str::Emb(CompactBytes::new(bytes))
-        } else {
-            Str::Raw(CompactBytes::new(bytes))
+        match parse_canonical_i64(bytes) {
+            Some(n) => Str::Int(n),
+            None => Str::plain(bytes),
         }
     }
 
     /// A string stored as given, never converted to "int" (what Redis does with the
     /// result of INCRBYFLOAT).
     pub fn plain(bytes: &[u8]) -> Str {
-        if bytes.len() <= EMBSTR_LIMIT {
-            Str::Emb(CompactBytes::new(bytes))
-        } else {
-            Str::Raw(CompactBytes::new(bytes))
+        match Inline::new(bytes) {
+            Some(inline) => Str::Emb(inline),
+            None if bytes.len() <= EMBSTR_LIMIT => Str::EmbHeap(bytes.into()),
+            None => Str::RawHeap(bytes.into()),
         }
     }
 
     /// A string modified in place: always "raw".
     pub fn raw(bytes: Vec<u8>) -> Str {
-        Str::Raw(CompactBytes::from_vec(bytes))
+        match Inline::new(&bytes) {
+            Some(inline) => Str::Raw(inline),
+            None => Str::RawHeap(bytes.into_boxed_slice()),
+        }
+    }
+
+    /// The bytes of a string that is not an integer.
+    #[inline]
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Str::Int(_) | Str::OwnInt(_) => None,
+            Str::Emb(b) | Str::Raw(b) => Some(b.as_bytes()),
+            Str::EmbHeap(b) | Str::RawHeap(b) => Some(b),
+        }
     }
 
     /// Calls `f` with the value's bytes (integers are formatted on the stack).
@@ -67,7 +123,8 @@ impl Str {
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         match self {
             Str::Int(n) | Str::OwnInt(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
-            Str::Emb(b) | Str::Raw(b) => f(b),
+            Str::Emb(b) | Str::Raw(b) => f(b.as_bytes()),
+            Str::EmbHeap(b) | Str::RawHeap(b) => f(b),
         }
     }
 
@@ -78,15 +135,16 @@ impl Str {
     /// The bytes, reusing the heap allocation when there is one.
     pub fn into_vec(self) -> Vec<u8> {
         match self {
-            Str::Int(n) | Str::OwnInt(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
-            Str::Emb(b) | Str::Raw(b) => b.into_vec(),
+            Str::EmbHeap(b) | Str::RawHeap(b) => b.into_vec(),
+            other => other.to_vec(),
         }
     }
 
     pub fn len(&self) -> usize {
         match self {
             Str::Int(n) | Str::OwnInt(n) => itoa::Buffer::new().format(*n).len(),
-            Str::Emb(b) | Str::Raw(b) => b.len(),
+            Str::Emb(b) | Str::Raw(b) => b.len as usize,
+            Str::EmbHeap(b) | Str::RawHeap(b) => b.len(),
         }
     }
 
@@ -97,8 +155,8 @@ impl Str {
     pub fn encoding(&self) -> &'static str {
         match self {
             Str::Int(_) | Str::OwnInt(_) => "int",
-            Str::Emb(_) => "embstr",
-            Str::Raw(_) => "raw",
+            Str::Emb(_) | Str::EmbHeap(_) => "embstr",
+            Str::Raw(_) | Str::RawHeap(_) => "raw",
         }
     }
 
@@ -106,7 +164,7 @@ impl Str {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Str::Int(n) | Str::OwnInt(n) => Some(*n),
-            Str::Emb(_) | Str::Raw(_) => None,
+            _ => None,
         }
     }
 
@@ -129,8 +187,8 @@ impl Str {
     /// Bytes on the heap beyond the entry itself.
     pub fn heap_size(&self) -> usize {
         match self {
-            Str::Int(_) | Str::OwnInt(_) => 0,
-            Str::Emb(b) | Str::Raw(b) => b.heap_size(),
+            Str::EmbHeap(b) | Str::RawHeap(b) => b.len(),
+            _ => 0,
         }
     }
 }
@@ -336,7 +394,7 @@ impl Value {
     /// out would free nothing).
     pub fn is_tierable(&self) -> bool {
         match self {
-            Value::Str(Str::Emb(b) | Str::Raw(b)) => b.heap_size() > 0,
+            Value::Str(s) => s.heap_size() > 0,
             _ => false,
         }
     }
@@ -490,14 +548,19 @@ mod tests {
         assert_eq!(Str::Int(10_000).refcount(), 1);
     }
 
-    /// Holding hashes, sets and sorted sets inline must not move a key's entry out
-    /// of jemalloc's 80-byte size class (where the boxed layout's 72 bytes fell too).
+    /// A key's entry fits jemalloc's 64-byte size class: a 24-byte key, a 32-byte
+    /// value (every variant's payload at most 24 bytes, strings and packs included),
+    /// the access field and the TTL flag. A new variant with a bigger payload, or an
+    /// expiry back in the entry, would move every key to the 80-byte class.
     #[test]
-    fn value_is_compact() {
-        let (value, entry) = (
-            std::mem::size_of::<Value>(),
-            std::mem::size_of::<crate::Entry>(),
-        );
-        assert!(value <= 40 && entry <= 80, "value {value}, entry {entry}");
+    fn sizes_are_pinned() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<Str>(), 24);
+        assert_eq!(size_of::<crate::pack::Pack>(), 24);
+        assert_eq!(size_of::<Hash>(), 24);
+        assert_eq!(size_of::<ZSet>(), 24);
+        assert_eq!(size_of::<Set>(), 16);
+        assert_eq!(size_of::<Value>(), 32);
+        assert_eq!(size_of::<crate::Entry>(), 64);
     }
 }

@@ -165,9 +165,11 @@ async fn run(
                         conn.fetch_cold = false;
                     }
                     let refs: SmallVec<[&[u8]; 8]> = argv.iter().map(Vec::as_slice).collect();
+                    conn.refetched = true;
                     let next = run_request(state, conn, &mut out, &mut durable, &refs, unix_ms());
                     drop(refs);
                     conn.fetch_cold = true;
+                    conn.refetched = false;
                     match next {
                         Step::Fetch(_, cold) => {
                             fetching = Some((argv, cold, tries + 1));

@@ -395,13 +395,13 @@ fn rename_generic(ctx: &mut Ctx, args: &[&[u8]], nx: bool) -> CmdResult {
     }
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(src);
-    let Some(mut entry) = db.take(hash, src, now) else {
+    let Some((mut entry, expire_at)) = db.take(hash, src, now) else {
         return Err(CmdError::NoSuchKey);
     };
     entry.set_key(dst);
     let wakes = wakes_blocked(&entry.value);
     let (hash, db) = ctx.keys.db_for(dst);
-    let old = db.put_entry(hash, entry, Ttl::Keep, now);
+    let old = db.put_entry(hash, entry, expire_at, now);
     ctx.keys.free_replaced(old);
     ctx.keys.changed(src, "rename_from");
     ctx.keys.changed(dst, "rename_to");
@@ -456,8 +456,10 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.out.integer(0);
         return Ok(());
     };
-    let (value, expire) = (entry.value.duplicate(), entry.expire_at());
+    let value = entry.value.duplicate();
     let now = ctx.keys.now_ms;
+    let (hash, db) = ctx.keys.db_for(src);
+    let expire = db.ttl_of(hash, src, now).flatten();
     let (hash, db) = ctx.keys.other_db_for(dst_db, dst);
     if db.contains(hash, dst, now) && !replace {
         ctx.out.integer(0);
@@ -494,13 +496,13 @@ fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(());
     }
     let (hash, db) = ctx.keys.db_for(key);
-    let Some(entry) = db.take(hash, key, now) else {
+    let Some((entry, expire_at)) = db.take(hash, key, now) else {
         ctx.out.integer(0);
         return Ok(());
     };
     let wakes = wakes_blocked(&entry.value);
     let (hash, db) = ctx.keys.other_db_for(dst_db, key);
-    db.put_entry(hash, entry, Ttl::Keep, now);
+    db.put_entry(hash, entry, expire_at, now);
     ctx.keys.changed(key, "move_from");
     ctx.keys.changed_in(dst_db, key, "move_to");
     if wakes {
@@ -700,11 +702,11 @@ fn expire_generic(ctx: &mut Ctx, args: &[&[u8]], unit: Unit, relative: bool) -> 
     let key = args[1];
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(key);
-    let Some(entry) = db.get(hash, key, now) else {
+    let Some(current) = db.ttl_of(hash, key, now) else {
         ctx.out.integer(0);
         return Ok(());
     };
-    let current = entry.expire_at().map(|t| t as i64);
+    let current = current.map(|t| t as i64);
     let refused = (nx && current.is_some())
         || (xx && current.is_none())
         || (gt && current.is_none_or(|c| when <= c))
@@ -744,7 +746,7 @@ fn pexpireat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn expiry_of(ctx: &mut Ctx, key: &[u8]) -> Option<Option<u64>> {
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(key);
-    db.get(hash, key, now).map(|e| e.expire_at())
+    db.ttl_of(hash, key, now)
 }
 
 fn ttl_generic(ctx: &mut Ctx, key: &[u8], millis: bool) -> CmdResult {
@@ -797,9 +799,7 @@ fn persist(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(key);
-    let had_ttl = db
-        .get(hash, key, now)
-        .is_some_and(|e| e.expire_at().is_some());
+    let had_ttl = db.ttl_of(hash, key, now).is_some_and(|t| t.is_some());
     if had_ttl {
         db.set_expire(hash, key, 0, now);
         ctx.keys.changed(key, "persist");

@@ -510,9 +510,7 @@ fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         None if persist => {
             let (hash, db) = ctx.keys.db_for(key);
-            let had_ttl = db
-                .peek(hash, key, now)
-                .is_some_and(|e| e.expire_at().is_some());
+            let had_ttl = db.peek(hash, key, now).is_some_and(|e| e.has_ttl());
             if had_ttl {
                 db.set_expire(hash, key, 0, now);
                 ctx.keys.changed(key, "persist");
@@ -573,9 +571,9 @@ fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
     let (hash, db) = ctx.keys.db_for(key);
     let (entry, _) = db.get_or_insert_with(hash, key, now, || Value::Str(Str::Int(0)));
     let s = entry.value.as_str_mut().ok_or(CmdError::WrongType)?;
-    let current = match s {
-        Str::Int(n) | Str::OwnInt(n) => *n,
-        Str::Emb(b) | Str::Raw(b) => match strata_keyspace::value::parse_canonical_i64(b) {
+    let current = match s.as_int() {
+        Some(n) => n,
+        None => match s.with_bytes(strata_keyspace::value::parse_canonical_i64) {
             Some(n) => n,
             None => return Err(CmdError::NotInteger),
         },

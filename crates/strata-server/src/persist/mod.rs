@@ -707,7 +707,7 @@ impl Persistence {
                 strata_keyspace::serialize::encode(&entry.value, &mut value);
                 let meta = WriteMeta::new()
                     .with_version(version)
-                    .with_expiry(entry.expire_at().unwrap_or(0));
+                    .with_expiry(data.expire_at(entry).unwrap_or(0));
                 bytes += entry.key().len() + value.len();
                 batch.put_with(&engine_key(*ns, entry.key()), &value, meta);
                 keys += 1;
@@ -931,10 +931,11 @@ impl Persistence {
                     value.clear();
                     strata_keyspace::serialize::encode(&entry.value, &mut value);
                     let stored = engine.get_value(&key)?;
-                    let same = stored
-                        .is_some_and(|v| v.bytes == value && v.expires_at == entry.expire_at());
+                    let expires_at = data.expire_at(entry);
+                    let same =
+                        stored.is_some_and(|v| v.bytes == value && v.expires_at == expires_at);
                     if !same {
-                        let expiry = entry.expire_at().unwrap_or(0);
+                        let expiry = expires_at.unwrap_or(0);
                         batch.put_with(&key, &value, meta.with_expiry(expiry));
                         fixed += 1;
                     }

@@ -447,8 +447,15 @@ fn cold_values(
 ) -> Vec<ColdKey> {
     // A command run again after its values were read back was counted already.
     let stats = server.tiered_stats().filter(|_| !conn.refetched);
+    // Values in a buffer or the operating system's cache are read back at once:
+    // that never waits for the device.
     let mut cold: Vec<ColdKey> = if tiered::needs_values(cmd, argv) {
-        tiered::cold_among(keys, stats, cmd, argv).into_vec()
+        let cold = tiered::cold_among(keys, stats, cmd, argv).into_vec();
+        if cold.is_empty() {
+            cold
+        } else {
+            tiered::warm_cached(server, keys, cold)
+        }
     } else {
         Vec::new()
     };
@@ -472,7 +479,8 @@ fn cold_values(
                 );
             }
         }
-        cold.extend(tiered::cold_unlocked(ks, now_ms, wanted.into_iter()));
+        let queued = tiered::cold_unlocked(ks, now_ms, wanted.into_iter());
+        cold.extend(tiered::warm_cached_unlocked(server, ks, now_ms, queued));
     }
     cold
 }

@@ -193,6 +193,13 @@ pub trait Server: Send + Sync {
         Err("ERR no store to read values from".into())
     }
 
+    /// [`Server::read_cold`] if it needs no wait for the device (the value is in a
+    /// buffer or the operating system's cache): safe on an event-loop thread.
+    /// `None` if it would wait, or on any error (the waiting read reports it).
+    fn read_cold_cached(&self, _db: usize, _key: &[u8]) -> Option<strata_keyspace::Value> {
+        None
+    }
+
     /// The tiered policy's counters, if the server keeps them.
     fn tiered_stats(&self) -> Option<&crate::tiered::TieredStats> {
         None

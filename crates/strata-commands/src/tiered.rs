@@ -52,6 +52,9 @@ pub struct TieredStats {
     pub ram_hits: AtomicU64,
     /// Values read back from the store.
     pub disk_reads: AtomicU64,
+    /// Values whose read would have waited for the device, handed by an event-loop
+    /// thread to the blocking-I/O pool.
+    pub deferred_reads: AtomicU64,
     /// Bytes read back.
     pub disk_read_bytes: AtomicU64,
 }
@@ -159,21 +162,31 @@ pub fn warm_held(
     Ok(())
 }
 
-/// Reads one value back from the store for `c`, counting it.
+/// Counts a value read back.
+fn count(stats: Option<&TieredStats>, value: &Value) {
+    if let Some(stats) = stats {
+        stats.disk_reads.fetch_add(1, Ordering::Relaxed);
+        let len = value.as_str().map_or(0, |s| s.len());
+        stats
+            .disk_read_bytes
+            .fetch_add(len as u64, Ordering::Relaxed);
+    }
+}
+
+/// Reads one value back from the store for `c` — from a buffer or the operating
+/// system's cache if it is there, else waiting for the device — counting it.
 pub fn read(
     server: &dyn Server,
     stats: Option<&TieredStats>,
     c: &ColdKey,
 ) -> Result<Value, CmdError> {
+    if let Some(value) = server.read_cold_cached(c.db, &c.key) {
+        count(stats, &value);
+        return Ok(value);
+    }
     match server.read_cold(c.db, &c.key) {
         Ok(Some(value)) => {
-            if let Some(stats) = stats {
-                stats.disk_reads.fetch_add(1, Ordering::Relaxed);
-                let len = value.as_str().map_or(0, |s| s.len());
-                stats
-                    .disk_read_bytes
-                    .fetch_add(len as u64, Ordering::Relaxed);
-            }
+            count(stats, &value);
             Ok(value)
         }
         Ok(None) => Err(CmdError::err(
@@ -181,6 +194,46 @@ pub fn read(
         )),
         Err(e) => Err(CmdError::coded(e)),
     }
+}
+
+/// Reads back at once, with the shards of `keys` held, the values among `cold`
+/// that need no wait for the device; returns the others.
+pub fn warm_cached(server: &dyn Server, keys: &mut Keys<'_>, cold: Vec<ColdKey>) -> Vec<ColdKey> {
+    let stats = server.tiered_stats();
+    let now = keys.now_ms;
+    let mut rest = Vec::new();
+    for c in cold {
+        match server.read_cold_cached(c.db, &c.key) {
+            Some(value) => {
+                count(stats, &value);
+                let (hash, db) = keys.other_db_for(c.db, &c.key);
+                db.warm(hash, &c.key, c.token, value, now);
+            }
+            None => rest.push(c),
+        }
+    }
+    rest
+}
+
+/// [`warm_cached`] with no shard held, locking each for a moment.
+pub fn warm_cached_unlocked(
+    server: &dyn Server,
+    ks: &Keyspace,
+    now_ms: u64,
+    cold: Vec<ColdKey>,
+) -> Vec<ColdKey> {
+    let stats = server.tiered_stats();
+    let mut rest = Vec::new();
+    for c in cold {
+        match server.read_cold_cached(c.db, &c.key) {
+            Some(value) => {
+                count(stats, &value);
+                install(ks, &c, value, now_ms);
+            }
+            None => rest.push(c),
+        }
+    }
+    rest
 }
 
 /// Puts values read back (elsewhere) in place, each only if its entry still holds

@@ -15,7 +15,7 @@
 //! are switched as described in [`CompactionOutput`](crate::log::CompactionOutput):
 //! a crash at any step reopens to the same data.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::engine::Inner;
 use crate::error::{Error, Result};
@@ -47,8 +47,20 @@ struct Moved {
     location: Location,
 }
 
+/// Clears [`Inner::compaction_memory`] when a compaction ends, however it ends.
+struct HeldMemory<'a>(&'a AtomicU64);
+
+impl Drop for HeldMemory<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+}
+
 pub(crate) fn run(inner: &Inner) -> Result<CompactionReport> {
     let _running = inner.compaction_lock.lock();
+    let held = HeldMemory(&inner.compaction_memory);
+    // Heap bytes of the keys and locations kept for the index swap at the end.
+    let mut kept_bytes = 0usize;
     let inputs = inner.log.seal()?;
     let mut report = CompactionReport {
         inputs: inputs.len(),
@@ -122,11 +134,19 @@ pub(crate) fn run(inner: &Inner) -> Result<CompactionReport> {
                     expires_at: newest.1,
                 })?
             };
+            kept_bytes += record.key.len() + prefix.capacity() * std::mem::size_of::<Location>();
             moved.push(Moved {
                 key: record.key.into(),
                 prefix,
                 location: new_location,
             });
+            if moved.len().is_multiple_of(256) {
+                let bytes = kept_bytes
+                    + moved.capacity() * std::mem::size_of::<Moved>()
+                    + expired.capacity() * std::mem::size_of::<(Box<[u8]>, KeyEntry)>()
+                    + output.hint_memory();
+                held.0.store(bytes as u64, Ordering::Relaxed);
+            }
             Ok(())
         })?;
     }

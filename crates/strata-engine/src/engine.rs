@@ -76,6 +76,9 @@ pub(crate) struct Inner {
     next_version: AtomicU64,
     pub compactions: AtomicU64,
     pub compaction_lock: Mutex<()>,
+    /// Bytes a running compaction holds for its work (what it moved, for the
+    /// index swap at its end, and its outputs' hints); 0 when none runs.
+    pub compaction_memory: AtomicU64,
     stop: Mutex<bool>,
     wake: Condvar,
 }
@@ -136,6 +139,7 @@ impl Engine {
             next_version: AtomicU64::new(max_version.saturating_add(1)),
             compactions: AtomicU64::new(0),
             compaction_lock: Mutex::new(()),
+            compaction_memory: AtomicU64::new(0),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -247,13 +251,22 @@ impl Engine {
 
     /// The value of `key` with its version and expiry.
     pub fn get_value(&self, key: &[u8]) -> Result<Option<Value>> {
-        self.inner.get_value(key, false)
+        self.inner.get_value(key, false, false)
     }
 
     /// [`Engine::get_value`], also for a value whose expiry has passed as long as
     /// the index still holds it (a caller keeping its own clock decides).
     pub fn get_value_expired_too(&self, key: &[u8]) -> Result<Option<Value>> {
-        self.inner.get_value(key, true)
+        self.inner.get_value(key, true, false)
+    }
+
+    /// [`Engine::get_value_expired_too`] without waiting for the device: it fails
+    /// with an [`std::io::ErrorKind::WouldBlock`] I/O error ([`Error::is_would_block`])
+    /// unless every record of the value is in the write buffer or the operating
+    /// system's cache. For callers that must not block, such as an event loop, and
+    /// hand the read to another thread when it would.
+    pub fn get_value_cached(&self, key: &[u8]) -> Result<Option<Value>> {
+        self.inner.get_value(key, true, true)
     }
 
     /// True if `key` has a live value. Reads only the index.
@@ -446,9 +459,12 @@ impl Engine {
     /// deleted key until compaction drops its tombstone), and the hints kept in
     /// memory for the segments whose hint file is not written yet (one entry per
     /// record: they grow with every write, deletes included, until the segment
-    /// is sealed).
+    /// is sealed), and what a running compaction holds for its work (an entry per
+    /// live key it moves, for the index update at its end).
     pub fn bookkeeping_memory(&self) -> u64 {
-        self.inner.index.memory_bytes() + self.inner.log.hint_memory()
+        self.inner.index.memory_bytes()
+            + self.inner.log.hint_memory()
+            + self.inner.compaction_memory.load(Ordering::Relaxed)
     }
 
     /// The log beneath the engine, to inspect its segments.
@@ -623,7 +639,7 @@ impl Inner {
         self.live_bytes.fetch_add(delta, Ordering::Relaxed);
     }
 
-    fn get_value(&self, key: &[u8], expired_too: bool) -> Result<Option<Value>> {
+    fn get_value(&self, key: &[u8], expired_too: bool, cached: bool) -> Result<Option<Value>> {
         let mut last_error = None;
         for _ in 0..READ_RETRIES {
             let Some(entry) = self.index.get(key) else {
@@ -632,7 +648,7 @@ impl Inner {
             if !expired_too && entry.expires_at != 0 && entry.is_expired(self.clock.now_ms()) {
                 return Ok(None);
             }
-            match self.materialize(key, &entry) {
+            match self.materialize(key, &entry, cached) {
                 Ok(bytes) => {
                     return Ok(Some(Value {
                         bytes,
@@ -648,19 +664,22 @@ impl Inner {
     }
 
     /// Reads the records an entry names and builds the value.
-    pub(crate) fn materialize(&self, key: &[u8], entry: &KeyEntry) -> Result<Vec<u8>> {
+    pub(crate) fn materialize(
+        &self,
+        key: &[u8],
+        entry: &KeyEntry,
+        cached: bool,
+    ) -> Result<Vec<u8>> {
+        let read_checked = |location, kind| self.read_checked_with(key, location, kind, cached);
         match &entry.slot {
-            Slot::Value(location) => Ok(self.read_checked(key, *location, Kind::Put)?.into_value()),
+            Slot::Value(location) => Ok(read_checked(*location, Kind::Put)?.into_value()),
             Slot::Merged(chain) => {
                 let operator = self.merge_operator.as_ref().ok_or(Error::NoMergeOperator)?;
-                let base = chain
-                    .base
-                    .map(|l| self.read_checked(key, l, Kind::Put))
-                    .transpose()?;
+                let base = chain.base.map(|l| read_checked(l, Kind::Put)).transpose()?;
                 let operands = chain
                     .operands
                     .iter()
-                    .map(|l| self.read_checked(key, *l, Kind::Merge))
+                    .map(|l| read_checked(*l, Kind::Merge))
                     .collect::<Result<Vec<_>>>()?;
                 let refs: Vec<&[u8]> = operands.iter().map(Record::value).collect();
                 Ok(operator.full_merge(key, base.as_ref().map(Record::value), &refs))
@@ -675,7 +694,23 @@ impl Inner {
         location: Location,
         kind: Kind,
     ) -> Result<Record> {
-        let record = self.log.read(location)?;
+        self.read_checked_with(key, location, kind, false)
+    }
+
+    /// [`Inner::read_checked`], with `cached` only from the write buffer or the
+    /// operating system's cache ([`Log::read_cached`]).
+    fn read_checked_with(
+        &self,
+        key: &[u8],
+        location: Location,
+        kind: Kind,
+        cached: bool,
+    ) -> Result<Record> {
+        let record = if cached {
+            self.log.read_cached(location)?
+        } else {
+            self.log.read(location)?
+        };
         let reason = if record.key() != key {
             Some("the key differs")
         } else if record.kind() != kind {

@@ -112,6 +112,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// Returns true for the error of a read that would have had to wait for the
+    /// device ([`crate::Engine::get_value_cached`]).
+    pub fn is_would_block(&self) -> bool {
+        matches!(self, Error::Io(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
     /// Returns true for errors that mean the data on disk is damaged.
     pub fn is_corruption(&self) -> bool {
         matches!(

@@ -284,6 +284,10 @@ const FETCH_ROUNDS: u32 = 3;
 /// for blocking I/O, and puts them back; false if a read failed.
 async fn fetch_cold(state: &Arc<ServerState>, cold: Vec<ColdKey>) -> bool {
     let state = state.clone();
+    state
+        .tiered
+        .deferred_reads
+        .fetch_add(cold.len() as u64, Ordering::Relaxed);
     let task = tokio::task::spawn_blocking(move || {
         let stats = &state.tiered;
         cold.iter().all(

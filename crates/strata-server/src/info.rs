@@ -233,8 +233,8 @@ fn total_system_memory() -> u64 {
 }
 
 /// strata's own fields for `maxmemory-policy tiered`: values kept only on disk and
-/// their bytes, values moved out since start, values read back and their bytes,
-/// and the share of the keys commands touched that were found in memory while
+/// their bytes, values moved out since start, values read back (and those of them
+/// handed to the blocking-I/O pool because they were not cached) and their bytes, and the share of the keys commands touched that were found in memory while
 /// values were out.
 fn tiered(state: &ServerState, out: &mut String) {
     let t = &state.tiered;
@@ -259,6 +259,12 @@ fn tiered(state: &ServerState, out: &mut String) {
         state.eviction.tiered_out.load(Ordering::Relaxed)
     );
     field!(out, "tiered_disk_reads", "{reads}");
+    field!(
+        out,
+        "tiered_deferred_reads",
+        "{}",
+        t.deferred_reads.load(Ordering::Relaxed)
+    );
     field!(
         out,
         "tiered_disk_read_bytes",

@@ -65,8 +65,10 @@ pub fn eviction_policy(
 /// What deleting keys cannot free (Redis's `mem_not_counted_for_evict`, which there
 /// is the AOF and replica buffers): with persistence on, the store's index, which
 /// holds an entry for every key — and a tombstone for every deleted one until the
-/// next compaction — so an eviction does not shrink it, and the hints kept in memory
-/// for the segments not yet sealed, which an eviction's delete record even grows.
+/// next compaction — so an eviction does not shrink it, the hints kept in memory
+/// for the segments not yet sealed, which an eviction's delete record even grows,
+/// and what a running compaction holds for its work (Redis leaves out its rewrite
+/// buffers likewise).
 pub fn not_counted_for_evict(state: &crate::state::ServerState) -> u64 {
     state
         .persist

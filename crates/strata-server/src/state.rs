@@ -479,6 +479,11 @@ impl Server for ServerState {
         }
     }
 
+    fn read_cold_cached(&self, db: usize, key: &[u8]) -> Option<strata_keyspace::Value> {
+        let p = self.persist.load_full()?;
+        p.read_value_cached(db, key, &self.encoding_limits())
+    }
+
     fn tiered_stats(&self) -> Option<&strata_commands::tiered::TieredStats> {
         Some(&self.tiered)
     }

@@ -57,7 +57,7 @@ use crate::hint::HintBuilder;
 use crate::options::{FsyncPolicy, LogOptions};
 use crate::record::{self, DecodeError, Kind};
 use crate::segment::{Location, SEGMENT_HEADER_LEN, SegmentId};
-use crate::vfs::{Vfs, VfsFile, VfsLock, read_exact_at, write_all_at};
+use crate::vfs::{Vfs, VfsFile, VfsLock, read_exact_at, read_exact_at_cached, write_all_at};
 
 pub use output::{CompactionOutput, OutputSegments};
 pub use recovery::Replayed;
@@ -324,7 +324,14 @@ impl Log {
 
     /// Reads the record at `location` and verifies its checksum.
     pub fn read(&self, location: Location) -> Result<Record> {
-        self.shared.read(location)
+        self.shared.read(location, false)
+    }
+
+    /// [`Log::read`] only if no wait for the device is needed (the record is in the
+    /// write buffer or the operating system's cache); an [`io::ErrorKind::WouldBlock`]
+    /// I/O error otherwise.
+    pub fn read_cached(&self, location: Location) -> Result<Record> {
+        self.shared.read(location, true)
     }
 
     /// Makes every record appended so far durable.
@@ -579,7 +586,14 @@ impl Shared {
         Ok(())
     }
 
-    fn read(&self, location: Location) -> Result<Record> {
+    fn read(&self, location: Location, cached: bool) -> Result<Record> {
+        let read_exact_at = |file: &dyn VfsFile, buf: &mut [u8], offset: u64| {
+            if cached {
+                read_exact_at_cached(file, buf, offset)
+            } else {
+                read_exact_at(file, buf, offset)
+            }
+        };
         let mut bytes = Vec::new();
         let buffered = {
             // The map's read lock is held across the positioned read instead of

@@ -71,6 +71,15 @@ pub struct CompactionOutput {
     done: Vec<Finished>,
 }
 
+impl CompactionOutput {
+    /// Bytes the hints of the output being written hold in memory.
+    pub fn hint_memory(&self) -> usize {
+        self.current
+            .as_ref()
+            .map_or(0, |out| out.hints.allocated_bytes())
+    }
+}
+
 impl std::fmt::Debug for CompactionOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompactionOutput")

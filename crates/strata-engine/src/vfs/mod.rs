@@ -55,6 +55,12 @@ pub trait Vfs: Send + Sync + fmt::Debug {
 pub trait VfsFile: Send + Sync + fmt::Debug {
     /// Reads at `offset`; returns the number of bytes read (0 at the end).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// [`VfsFile::read_at`] only if it needs no wait for the device: the bytes are
+    /// in the operating system's cache. Fails with [`io::ErrorKind::WouldBlock`]
+    /// otherwise, and where the file system cannot tell (the default).
+    fn read_at_cached(&self, _buf: &mut [u8], _offset: u64) -> io::Result<usize> {
+        Err(io::ErrorKind::WouldBlock.into())
+    }
     /// Writes at `offset`; returns the number of bytes written, which may be short.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize>;
     /// Makes the file's data durable (fdatasync).
@@ -87,6 +93,20 @@ pub fn read_exact_at(file: &dyn VfsFile, mut buf: &mut [u8], mut offset: u64) ->
         }
     }
     Ok(())
+}
+
+/// Reads exactly `buf.len()` bytes at `offset` if they are all in the operating
+/// system's cache ([`VfsFile::read_at_cached`]); a short read is a
+/// [`io::ErrorKind::WouldBlock`] too (part of the range is not cached).
+pub fn read_exact_at_cached(file: &dyn VfsFile, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    loop {
+        match file.read_at_cached(buf, offset) {
+            Ok(n) if n == buf.len() => return Ok(()),
+            Ok(_) => return Err(io::ErrorKind::WouldBlock.into()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Writes all of `buf` at `offset`, retrying short writes.

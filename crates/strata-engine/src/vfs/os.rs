@@ -81,6 +81,23 @@ impl VfsFile for OsFile {
         self.0.read_at(buf, offset)
     }
 
+    fn read_at_cached(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let mut bufs = [io::IoSliceMut::new(buf)];
+        match rustix::io::preadv2(
+            &self.0,
+            &mut bufs,
+            offset,
+            rustix::io::ReadWriteFlags::NOWAIT,
+        ) {
+            Ok(n) => Ok(n),
+            // A kernel or file system without RWF_NOWAIT: the caller waits instead.
+            Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::INVAL) => {
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
         self.0.write_at(buf, offset)
     }

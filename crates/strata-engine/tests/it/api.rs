@@ -427,3 +427,26 @@ fn for_each_live_sees_exactly_what_iteration_sees() {
     assert_eq!(counts.get(&b"go"[..]), None);
     assert_eq!(counts.values().sum::<u64>(), want.len() as u64);
 }
+
+#[test]
+fn cached_reads_never_wait_for_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Options::default()).unwrap();
+    engine.put(b"k", b"in the write buffer").unwrap();
+    // Still in the engine's buffer: always readable without I/O.
+    let v = engine.get_value_cached(b"k").unwrap().unwrap();
+    assert_eq!(v.bytes, b"in the write buffer");
+    assert!(engine.get_value_cached(b"missing").unwrap().is_none());
+    engine.flush().unwrap();
+    // In the file now: read from the operating system's cache, or refused where
+    // the file system cannot say without waiting; never anything else.
+    match engine.get_value_cached(b"k") {
+        Ok(Some(v)) => assert_eq!(v.bytes, b"in the write buffer"),
+        Err(e) if e.is_would_block() => {}
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(
+        engine.get(b"k").unwrap().as_deref(),
+        Some(&b"in the write buffer"[..])
+    );
+}

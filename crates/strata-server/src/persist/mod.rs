@@ -515,14 +515,39 @@ impl Persistence {
         let stored = engine
             .get_value_expired_too(&engine_key(ns, key))
             .map_err(|e| format!("ERR can't read the value from disk: {e}"))?;
-        let Some(stored) = stored else {
-            return Ok(None);
-        };
-        strata_keyspace::serialize::decode(&stored.bytes, limits)
-            .map(Some)
-            .map_err(|e| format!("ERR the value read from disk is damaged: {e}"))
+        decode_stored(stored, limits)
     }
 
+    /// [`Persistence::read_value`] if it needs no wait for the device (the record is
+    /// in the log's buffer or the operating system's cache); `None` otherwise, and
+    /// on any error (the waiting read reports it).
+    pub fn read_value_cached(
+        &self,
+        db: usize,
+        key: &[u8],
+        limits: &strata_keyspace::EncodingLimits,
+    ) -> Option<strata_keyspace::Value> {
+        let engine = self.engine()?;
+        let ns = *self.map.load().namespaces.get(db)?;
+        let stored = engine.get_value_cached(&engine_key(ns, key)).ok()?;
+        decode_stored(stored, limits).ok().flatten()
+    }
+}
+
+/// A stored value decoded for the keyspace.
+fn decode_stored(
+    stored: Option<strata_engine::Value>,
+    limits: &strata_keyspace::EncodingLimits,
+) -> Result<Option<strata_keyspace::Value>, String> {
+    let Some(stored) = stored else {
+        return Ok(None);
+    };
+    strata_keyspace::serialize::decode(&stored.bytes, limits)
+        .map(Some)
+        .map_err(|e| format!("ERR the value read from disk is damaged: {e}"))
+}
+
+impl Persistence {
     /// Writes the FUNCTION libraries as a whole (a store opened on a live server).
     pub fn put_functions(&self, payload: &[u8], now_ms: u64) -> Result<(), String> {
         let Some(engine) = self.engine.load_full() else {

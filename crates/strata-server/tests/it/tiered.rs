@@ -88,6 +88,43 @@ fn a_data_set_four_times_maxmemory_stays_readable_across_kill_9() {
     assert!(server.wait_exit(Duration::from_secs(20)).is_some());
 }
 
+/// Values whose records are not in the operating system's cache are read on the
+/// blocking-I/O pool (a read from the cache happens at once): after the log is made
+/// durable and its pages dropped from the cache, reads wait for the device, and
+/// every value is still right.
+#[test]
+fn values_not_in_the_page_cache_are_read_off_the_event_loop() {
+    let (n, size) = (12_000, 2_000);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut server = strata_in(dir.path(), &TIERED);
+    let mut c = server.client();
+    fill(&mut c, n, size);
+    assert_eq!(c.cmd(&["SAVE"]), Value::Simple(b"OK".to_vec()));
+    let data = dir.path().join("appendonlydir");
+    let mut dropped = false;
+    for entry in std::fs::read_dir(&data).expect("data directory") {
+        let file = std::fs::File::open(entry.expect("entry").path()).expect("open");
+        // Clean pages only are dropped: SAVE made them clean. A file system kept in
+        // memory (tmpfs) has no device to wait for and keeps them.
+        // (`f_type`'s integer type differs between platforms.)
+        #[allow(clippy::unnecessary_cast)]
+        let in_memory = rustix::fs::fstatfs(&file).is_ok_and(|s| s.f_type as i64 == 0x0102_1994);
+        if !in_memory {
+            rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
+            dropped = true;
+        }
+    }
+    check_all(&mut c, n, size);
+    if dropped {
+        assert!(
+            info_field(&mut c, "tiered_deferred_reads") > 0.0,
+            "no read was handed to the blocking-I/O pool"
+        );
+    }
+    c.send(&[b"SHUTDOWN", b"NOSAVE"]);
+    assert!(server.wait_exit(Duration::from_secs(20)).is_some());
+}
+
 /// The same commands on a tiered server, whose values are mostly on disk, and on a
 /// server holding everything in memory, give the same replies: string reads and
 /// writes, key commands, transactions, scripts and SORT's patterns.

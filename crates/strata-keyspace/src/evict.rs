@@ -66,12 +66,14 @@ impl Pool {
 
     /// Offers a sampled key: kept if the pool has room or the key beats its worst.
     pub fn offer(&mut self, score: u64, db: usize, key: &[u8]) {
+        // Most samples of a full pool score below all of it: they are turned away
+        // before the search for the same key (should it be there with a better
+        // score, that one stands: the eviction re-scores it anyway).
+        if self.items.len() >= POOL_SIZE && self.items.first().is_some_and(|c| score <= c.score) {
+            return;
+        }
         if let Some(i) = self.items.iter().position(|c| c.db == db && c.key == key) {
             self.items.remove(i);
-        } else if self.items.len() >= POOL_SIZE
-            && self.items.first().is_some_and(|c| score <= c.score)
-        {
-            return;
         }
         let at = self.items.partition_point(|c| c.score <= score);
         self.items.insert(

@@ -597,7 +597,14 @@ fn evict_key(
         let _ = server.log(records);
     }
     drop(keys);
-    drop(value);
+    // `lazyfree-lazy-eviction`: a value whose freeing is real work goes to the
+    // background, as Redis's `dbAsyncDelete` does.
+    if let Some(v) = value
+        && v.free_lazily()
+        && server.lazyfree().eviction
+    {
+        server.free_later(vec![strata_keyspace::Detached::Value(v)]);
+    }
     Victim::Evicted(bytes)
 }
 

@@ -260,4 +260,6 @@ pub struct LazyFree {
     pub expire: bool,
     /// `lazyfree-lazy-user-flush`: FLUSHDB/FLUSHALL without SYNC or ASYNC.
     pub user_flush: bool,
+    /// `lazyfree-lazy-eviction`: values of keys evicted by `maxmemory`.
+    pub eviction: bool,
 }

@@ -34,6 +34,7 @@ const USER_DEL: u8 = 1;
 const SERVER_DEL: u8 = 2;
 const EXPIRE: u8 = 4;
 const USER_FLUSH: u8 = 8;
+const EVICTION: u8 = 16;
 
 impl LazyFreer {
     /// Starts the thread. If it cannot be started, data is freed by the caller.
@@ -96,6 +97,7 @@ impl LazyFreer {
             server_del: bits & SERVER_DEL != 0,
             expire: bits & EXPIRE != 0,
             user_flush: bits & USER_FLUSH != 0,
+            eviction: bits & EVICTION != 0,
         }
     }
 
@@ -103,7 +105,8 @@ impl LazyFreer {
         let bits = (s.user_del as u8 * USER_DEL)
             | (s.server_del as u8 * SERVER_DEL)
             | (s.expire as u8 * EXPIRE)
-            | (s.user_flush as u8 * USER_FLUSH);
+            | (s.user_flush as u8 * USER_FLUSH)
+            | (s.eviction as u8 * EVICTION);
         self.switches.store(bits, Ordering::Relaxed);
     }
 }

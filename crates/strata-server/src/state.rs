@@ -207,6 +207,7 @@ impl ServerState {
                 "lazyfree-lazy-user-del"
                 | "lazyfree-lazy-server-del"
                 | "lazyfree-lazy-expire"
+                | "lazyfree-lazy-eviction"
                 | "lazyfree-lazy-user-flush" => self.lazyfree.set_switches(cfg.lazyfree()),
                 "proto-max-bulk-len" => self
                     .max_bulk_len

@@ -853,6 +853,19 @@ static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "lazyfree-lazy-eviction",
+        alias: None,
+        mutability: Mutable,
+        summary: "Big values of keys evicted by maxmemory are freed in the background.",
+        kind: Kind::Bool {
+            get: |c| c.lazyfree_lazy.eviction,
+            set: |c, v| {
+                c.lazyfree_lazy.eviction = v;
+                Ok(())
+            },
+        },
+    },
+    Directive {
         name: "lazyfree-lazy-user-flush",
         alias: None,
         mutability: Mutable,
@@ -1182,6 +1195,7 @@ mod tests {
                 "lazyfree-lazy-user-del",
                 "lazyfree-lazy-server-del",
                 "lazyfree-lazy-expire",
+                "lazyfree-lazy-eviction",
                 "lazyfree-lazy-user-flush",
                 "hash-max-listpack-entries",
                 "hash-max-listpack-value",

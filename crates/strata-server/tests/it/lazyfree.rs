@@ -20,6 +20,18 @@ fn lazyfreed(c: &mut Raw) -> u64 {
         .expect("lazyfreed_objects in INFO memory")
 }
 
+/// `used_memory` from INFO memory.
+fn used_memory(c: &mut Raw) -> u64 {
+    let Value::Bulk(text) = c.cmd(&["INFO", "memory"]) else {
+        panic!("INFO did not answer a bulk string");
+    };
+    let text = String::from_utf8_lossy(&text).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory in INFO memory")
+}
+
 /// Waits (bounded) until `lazyfreed_objects` reaches `n`; returns the last value seen.
 fn wait_lazyfreed(c: &mut Raw, n: u64) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -104,6 +116,20 @@ fn lazyfree_directives_choose_what_is_freed_in_the_background() {
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(c.cmd(&["EXISTS", "e1"]), Value::Integer(0));
     assert_eq!(wait_lazyfreed(&mut c, 4), 4);
+    // A big value evicted by maxmemory: lazyfree-lazy-eviction.
+    c.cmd(&["CONFIG", "SET", "lazyfree-lazy-eviction", "yes"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    fill(&mut c, "SADD", "victim", 1000);
+    let used = used_memory(&mut c);
+    c.cmd(&["CONFIG", "SET", "maxmemory", &(used - 4096).to_string()]);
+    // Commands (and the cron) evict once the memory figure shows the limit passed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.cmd(&["EXISTS", "victim"]) != Value::Integer(0) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(c.cmd(&["EXISTS", "victim"]), Value::Integer(0));
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(wait_lazyfreed(&mut c, 5), 5);
     // CONFIG RESETSTAT clears the count.
     c.cmd(&["CONFIG", "RESETSTAT"]);
     assert_eq!(lazyfreed(&mut c), 0);

@@ -8,28 +8,21 @@ use strata_resp::value::Value;
 
 use crate::support::{Raw, strata};
 
-/// `lazyfreed_objects` from INFO memory.
-fn lazyfreed(c: &mut Raw) -> u64 {
+/// A numeric field of INFO memory.
+fn memory_field(c: &mut Raw, name: &str) -> u64 {
     let Value::Bulk(text) = c.cmd(&["INFO", "memory"]) else {
         panic!("INFO did not answer a bulk string");
     };
     let text = String::from_utf8_lossy(&text).into_owned();
     text.lines()
-        .find_map(|l| l.strip_prefix("lazyfreed_objects:"))
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .and_then(|v| v.trim().parse().ok())
-        .expect("lazyfreed_objects in INFO memory")
+        .unwrap_or_else(|| panic!("{name} in INFO memory"))
 }
 
-/// `used_memory` from INFO memory.
-fn used_memory(c: &mut Raw) -> u64 {
-    let Value::Bulk(text) = c.cmd(&["INFO", "memory"]) else {
-        panic!("INFO did not answer a bulk string");
-    };
-    let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("used_memory in INFO memory")
+/// `lazyfreed_objects` from INFO memory.
+fn lazyfreed(c: &mut Raw) -> u64 {
+    memory_field(c, "lazyfreed_objects")
 }
 
 /// Waits (bounded) until `lazyfreed_objects` reaches `n`; returns the last value seen.
@@ -120,7 +113,7 @@ fn lazyfree_directives_choose_what_is_freed_in_the_background() {
     c.cmd(&["CONFIG", "SET", "lazyfree-lazy-eviction", "yes"]);
     c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
     fill(&mut c, "SADD", "victim", 1000);
-    let used = used_memory(&mut c);
+    let used = memory_field(&mut c, "used_memory");
     c.cmd(&["CONFIG", "SET", "maxmemory", &(used - 4096).to_string()]);
     // Commands (and the cron) evict once the memory figure shows the limit passed.
     let deadline = Instant::now() + Duration::from_secs(10);

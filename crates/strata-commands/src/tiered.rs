@@ -1,10 +1,13 @@
 //! `maxmemory-policy tiered`: string values out of memory, and bringing them back.
 //!
 //! Under the tiered policy the eviction ([`crate::evict`]) deletes nothing: it
-//! replaces the least recently used string values by a [`Cold`] placeholder (length
+//! replaces the least recently used string values by a
+//! [`Cold`](strata_keyspace::value::Cold) placeholder (length
 //! and token), since each is already its key's live record in the log. Handlers
 //! never see a placeholder: before a command that looks at values runs, the
-//! dispatcher checks its keys, and if any value is out it either
+//! dispatcher checks its keys. A value out of memory whose record is in the log's
+//! buffer or the operating system's cache is read back at once ([`warm_cached`]:
+//! such a read never waits for the device). For the others it either
 //!
 //! - hands the keys back to the connection ([`Outcome::fetch`](crate::exec::Outcome)),
 //!   having written nothing: the connection reads them on a blocking-I/O thread,

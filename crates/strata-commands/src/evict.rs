@@ -39,8 +39,8 @@ use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use strata_keyspace::Keyspace;
 use strata_keyspace::evict::{Candidate, Policy, Pool};
+use strata_keyspace::{Keyspace, Shard};
 
 use crate::ctx::Keys;
 use crate::effects::LogRule;
@@ -284,12 +284,7 @@ pub fn perform_evictions(server: &dyn Server, ks: &Keyspace, now_ms: u64) -> Evi
     }
     let (pool, seed) = &mut *guard;
     pool.use_policy(policy, volatile);
-    let mut rng = move || {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        *seed
-    };
+    let mut rng = move || xorshift(seed);
     let samples = ev.samples.load(Ordering::Relaxed) as usize;
     let to_free = used - max;
     let mut freed = 0u64;
@@ -339,6 +334,14 @@ pub fn perform_evictions(server: &dyn Server, ks: &Keyspace, now_ms: u64) -> Evi
     Evict::Ok
 }
 
+/// The next number of a xorshift64 sequence (the sampling's randomness).
+fn xorshift(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
 /// Samples random shards into the pool; if they hold nothing evictable, every shard.
 fn fill_pool(
     ks: &Keyspace,
@@ -349,24 +352,30 @@ fn fill_pool(
     now_ms: u64,
     rng: &mut impl FnMut() -> u64,
 ) {
+    fill_from_shards(ks, pool, samples, rng, |shard, pool, rng| {
+        sample_shard(shard, pool, policy, volatile, samples, now_ms, rng)
+    });
+}
+
+/// Calls `sample` on [`SHARDS_PER_ROUND`] random shards; if the pool is still
+/// empty, on every shard from a random one until it holds `samples` candidates
+/// (what may go can be rare among many keys).
+fn fill_from_shards<R: FnMut() -> u64>(
+    ks: &Keyspace,
+    pool: &mut Pool,
+    samples: usize,
+    rng: &mut R,
+    mut sample: impl FnMut(&Shard, &mut Pool, &mut R),
+) {
     let n = ks.num_shards();
     for _ in 0..SHARDS_PER_ROUND.min(n) {
         let s = rng() as usize % n;
-        sample_shard(ks, s, pool, policy, volatile, samples, now_ms, rng);
+        sample(&ks.lock(s), pool, rng);
     }
     if pool.is_empty() {
         let first = rng() as usize % n;
         for k in 0..n {
-            sample_shard(
-                ks,
-                (first + k) % n,
-                pool,
-                policy,
-                volatile,
-                samples,
-                now_ms,
-                rng,
-            );
+            sample(&ks.lock((first + k) % n), pool, rng);
             if pool.len() >= samples {
                 break;
             }
@@ -374,10 +383,9 @@ fn fill_pool(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Offers `samples` keys of each database of `shard` to the pool.
 fn sample_shard(
-    ks: &Keyspace,
-    s: usize,
+    shard: &Shard,
     pool: &mut Pool,
     policy: Policy,
     volatile: bool,
@@ -385,7 +393,6 @@ fn sample_shard(
     now_ms: u64,
     rng: &mut impl FnMut() -> u64,
 ) {
-    let shard = ks.lock(s);
     for (i, db) in shard.dbs().iter().enumerate() {
         if db.is_empty() || (volatile && db.expires_len() == 0) {
             continue;
@@ -461,12 +468,7 @@ fn perform_tiering(
     }
     let (pool, seed) = &mut *guard;
     pool.use_policy(Policy::Lru, false);
-    let mut rng = move || {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        *seed
-    };
+    let mut rng = move || xorshift(seed);
     let samples = ev.samples.load(Ordering::Relaxed) as usize;
     let to_free = used - max;
     let (mut freed, mut moved) = (0u64, 0u64);
@@ -506,32 +508,13 @@ fn fill_tier_pool(
     now_ms: u64,
     rng: &mut impl FnMut() -> u64,
 ) {
-    let n = ks.num_shards();
-    let sample = |s: usize, pool: &mut Pool, rng: &mut dyn FnMut() -> u64| {
-        let shard = ks.lock(s);
+    fill_from_shards(ks, pool, samples, rng, |shard, pool, rng| {
         for (i, db) in shard.dbs().iter().enumerate() {
             if !db.is_empty() {
-                db.tier_sample(samples, now_ms, &mut &mut *rng, |score, key| {
-                    pool.offer(score, i, key)
-                });
+                db.tier_sample(samples, now_ms, rng, |score, key| pool.offer(score, i, key));
             }
         }
-    };
-    for _ in 0..SHARDS_PER_ROUND.min(n) {
-        let s = rng() as usize % n;
-        sample(s, pool, rng);
-    }
-    if pool.is_empty() {
-        // Random picks found nothing that may go: look through every shard
-        // (values in memory may be few among many cold ones).
-        let first = rng() as usize % n;
-        for k in 0..n {
-            sample((first + k) % n, pool, rng);
-            if pool.len() >= samples {
-                break;
-            }
-        }
-    }
+    });
 }
 
 enum Victim {

@@ -347,7 +347,7 @@ pub fn run(
                     fetch: cold,
                 };
             }
-            if let Err(e) = warm_now(server, &mut keys, &cold) {
+            if let Err(e) = tiered::warm_all(server, &mut keys, &cold) {
                 drop(keys);
                 ReplyWriter::new(out, conn.proto).error(&e.to_bytes());
                 return Outcome::rejected(Some(cmd));
@@ -450,11 +450,11 @@ fn cold_values(
     // Values in a buffer or the operating system's cache are read back at once:
     // that never waits for the device.
     let mut cold: Vec<ColdKey> = if tiered::needs_values(cmd, argv) {
-        let cold = tiered::cold_among(keys, stats, cmd, argv).into_vec();
+        let cold = tiered::cold_among(keys, stats, cmd, argv);
         if cold.is_empty() {
             cold
         } else {
-            tiered::warm_cached(server, keys, cold)
+            tiered::warm_cached(server, cold, |c, v| tiered::put_back(keys, c, v))
         }
     } else {
         Vec::new()
@@ -480,21 +480,11 @@ fn cold_values(
             }
         }
         let queued = tiered::cold_unlocked(ks, now_ms, wanted.into_iter());
-        cold.extend(tiered::warm_cached_unlocked(server, ks, now_ms, queued));
+        cold.extend(tiered::warm_cached(server, queued, |c, v| {
+            tiered::install(ks, c, v, now_ms);
+        }));
     }
     cold
-}
-
-/// Reads `cold` back at once, with the command's shards held.
-fn warm_now(server: &dyn Server, keys: &mut Keys<'_>, cold: &[ColdKey]) -> Result<(), CmdError> {
-    let stats = server.tiered_stats();
-    let now = keys.now_ms;
-    for c in cold {
-        let value = tiered::read(server, stats, c)?;
-        let (hash, db) = keys.other_db_for(c.db, &c.key);
-        db.warm(hash, &c.key, c.token, value, now);
-    }
-    Ok(())
 }
 
 /// CLIENT TRACKING: remembers the keys a read-only command of a tracking client

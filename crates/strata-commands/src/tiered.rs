@@ -30,7 +30,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use smallvec::SmallVec;
 use strata_keyspace::value::cold_keys;
 use strata_keyspace::{Keyspace, Value};
 
@@ -87,8 +86,8 @@ pub fn cold_among(
     stats: Option<&TieredStats>,
     cmd: &Command,
     argv: &[&[u8]],
-) -> SmallVec<[ColdKey; 2]> {
-    let mut cold = SmallVec::new();
+) -> Vec<ColdKey> {
+    let mut cold = Vec::new();
     let now = keys.now_ms;
     let db_index = keys.db;
     let mut hits = 0;
@@ -96,14 +95,7 @@ pub fn cold_among(
         let Some(key) = argv.get(i) else { continue };
         let (hash, db) = keys.db_for(key);
         match db.peek(hash, key, now).map(|e| &e.value) {
-            Some(Value::Cold(c)) if !cold.iter().any(|k: &ColdKey| k.key == *key) => {
-                cold.push(ColdKey {
-                    db: db_index,
-                    key: key.to_vec(),
-                    token: c.token(),
-                });
-            }
-            Some(Value::Cold(_)) => {}
+            Some(value @ Value::Cold(_)) => note(&mut cold, db_index, key, value),
             Some(_) => hits += 1,
             None => {}
         }
@@ -125,23 +117,27 @@ pub fn cold_unlocked<'k>(
     wanted: impl Iterator<Item = (usize, &'k [u8])>,
 ) -> Vec<ColdKey> {
     let mut cold: Vec<ColdKey> = Vec::new();
-    if cold_keys() == 0 {
-        return cold;
-    }
     for (db, key) in wanted {
         let hash = ks.hash(key);
         let shard = ks.lock(ks.shard_of_hash(hash));
-        if let Some(Value::Cold(c)) = shard.db_ref(db).peek(hash, key, now_ms).map(|e| &e.value)
-            && !cold.iter().any(|k| k.db == db && k.key == key)
-        {
-            cold.push(ColdKey {
-                db,
-                key: key.to_vec(),
-                token: c.token(),
-            });
+        if let Some(entry) = shard.db_ref(db).peek(hash, key, now_ms) {
+            note(&mut cold, db, key, &entry.value);
         }
     }
     cold
+}
+
+/// Adds `key` to `cold` if `value` is a placeholder and the key is not listed yet.
+fn note(cold: &mut Vec<ColdKey>, db: usize, key: &[u8], value: &Value) {
+    if let Value::Cold(c) = value
+        && !cold.iter().any(|k| k.db == db && k.key == key)
+    {
+        cold.push(ColdKey {
+            db,
+            key: key.to_vec(),
+            token: c.token(),
+        });
+    }
 }
 
 /// Reads the values of `cmd`'s keys that are out of memory back at once, with the
@@ -155,14 +151,31 @@ pub fn warm_held(
     if cold_keys() == 0 || !needs_values(cmd, argv) {
         return Ok(());
     }
+    let cold = cold_among(keys, server.tiered_stats(), cmd, argv);
+    warm_all(server, keys, &cold)
+}
+
+/// Reads every value of `cold` back at once (waiting for the device if need be)
+/// and puts it in place, with the shards of `keys` held.
+pub fn warm_all(
+    server: &dyn Server,
+    keys: &mut Keys<'_>,
+    cold: &[ColdKey],
+) -> Result<(), CmdError> {
     let stats = server.tiered_stats();
-    let now = keys.now_ms;
-    for c in cold_among(keys, stats, cmd, argv) {
-        let value = read(server, stats, &c)?;
-        let (hash, db) = keys.other_db_for(c.db, &c.key);
-        db.warm(hash, &c.key, c.token, value, now);
+    for c in cold {
+        let value = read(server, stats, c)?;
+        put_back(keys, c, value);
     }
     Ok(())
+}
+
+/// Puts a value read back in place of its placeholder (if still there), through
+/// the shards `keys` holds.
+pub fn put_back(keys: &mut Keys<'_>, c: &ColdKey, value: Value) {
+    let now = keys.now_ms;
+    let (hash, db) = keys.other_db_for(c.db, &c.key);
+    db.warm(hash, &c.key, c.token, value, now);
 }
 
 /// Counts a value read back.
@@ -199,31 +212,12 @@ pub fn read(
     }
 }
 
-/// Reads back at once, with the shards of `keys` held, the values among `cold`
-/// that need no wait for the device; returns the others.
-pub fn warm_cached(server: &dyn Server, keys: &mut Keys<'_>, cold: Vec<ColdKey>) -> Vec<ColdKey> {
-    let stats = server.tiered_stats();
-    let now = keys.now_ms;
-    let mut rest = Vec::new();
-    for c in cold {
-        match server.read_cold_cached(c.db, &c.key) {
-            Some(value) => {
-                count(stats, &value);
-                let (hash, db) = keys.other_db_for(c.db, &c.key);
-                db.warm(hash, &c.key, c.token, value, now);
-            }
-            None => rest.push(c),
-        }
-    }
-    rest
-}
-
-/// [`warm_cached`] with no shard held, locking each for a moment.
-pub fn warm_cached_unlocked(
+/// Reads back the values among `cold` that need no wait for the device and hands
+/// each to `put`; returns the others.
+pub fn warm_cached(
     server: &dyn Server,
-    ks: &Keyspace,
-    now_ms: u64,
     cold: Vec<ColdKey>,
+    mut put: impl FnMut(&ColdKey, Value),
 ) -> Vec<ColdKey> {
     let stats = server.tiered_stats();
     let mut rest = Vec::new();
@@ -231,7 +225,7 @@ pub fn warm_cached_unlocked(
         match server.read_cold_cached(c.db, &c.key) {
             Some(value) => {
                 count(stats, &value);
-                install(ks, &c, value, now_ms);
+                put(&c, value);
             }
             None => rest.push(c),
         }

@@ -469,15 +469,7 @@ impl Server for ServerState {
             return Err("ERR the log is closed: can't read the value from disk".into());
         };
         let limits = self.encoding_limits();
-        // The read blocks: on a worker of the runtime, its other connections move
-        // to another thread meanwhile.
-        let read = || p.read_value(db, key, &limits);
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(read)
-            }
-            _ => read(),
-        }
+        blocking(|| p.read_value(db, key, &limits))
     }
 
     fn read_cold_cached(&self, db: usize, key: &[u8]) -> Option<strata_keyspace::Value> {
@@ -514,14 +506,7 @@ impl Server for ServerState {
     }
 
     fn run_long(&self, f: &mut dyn FnMut()) {
-        // On a worker of the multi-threaded runtime, the worker's other connections
-        // move to another thread while the script runs.
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(f)
-            }
-            _ => f(),
-        }
+        blocking(f)
     }
 
     fn unblock_client(&self, id: u64, with_error: bool) -> bool {
@@ -530,5 +515,17 @@ impl Server for ServerState {
 
     fn acl(&self) -> Option<&strata_commands::acl::Acl> {
         Some(&self.acl)
+    }
+}
+
+/// Runs `f`, which may block (a long script, a read from disk): on a worker of the
+/// multi-threaded runtime, the worker's other connections move to another thread
+/// meanwhile.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
     }
 }

@@ -505,9 +505,7 @@ fn lookup(server: &dyn Server, keys: &mut Keys, pattern: &[u8], elem: &[u8]) -> 
         };
         let value = crate::tiered::read(server, server.tiered_stats(), &cold).ok()?;
         let bytes = value.as_str().map(|s| s.to_vec());
-        let now = keys.now_ms;
-        let (hash, db) = keys.db_for(&cold.key);
-        db.warm(hash, &cold.key, cold.token, value, now);
+        crate::tiered::put_back(keys, &cold, value);
         return bytes.filter(|_| field.is_none());
     }
     match (field, &entry.value) {

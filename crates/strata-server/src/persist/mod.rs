@@ -421,22 +421,19 @@ impl Persistence {
             if value.is_empty() {
                 return Ok(());
             }
-            if over_limit.load(Ordering::Relaxed)
-                && let Some(len) = strata_keyspace::serialize::tierable_string_len(value)
-            {
-                let hash = ks.hash(user_key);
-                let ttl = expiry.map_or(Ttl::Persist, Ttl::At);
-                let cold = strata_keyspace::Value::Cold(strata_keyspace::value::Cold::new(len));
-                ks.lock(ks.shard_of_hash(hash))
-                    .db(db)
-                    .set(hash, user_key, cold, ttl, now_ms);
-                let n = keys.fetch_add(1, Ordering::Relaxed) + 1;
-                if n % 1024 == 0 {
-                    progress.store(total, Ordering::Relaxed);
-                }
-                return Ok(());
-            }
-            let v = match strata_keyspace::serialize::decode(value, limits) {
+            // Past the limit under `tiered`, a string that may leave memory is
+            // loaded as a placeholder: its bytes stay in the log.
+            let cold = over_limit
+                .load(Ordering::Relaxed)
+                .then(|| strata_keyspace::serialize::tierable_string_len(value))
+                .flatten();
+            let decoded = match cold {
+                Some(len) => Ok(strata_keyspace::Value::Cold(
+                    strata_keyspace::value::Cold::new(len),
+                )),
+                None => strata_keyspace::serialize::decode(value, limits),
+            };
+            let v = match decoded {
                 Ok(v) => v,
                 Err(e) => {
                     damaged.lock().get_or_insert_with(|| {

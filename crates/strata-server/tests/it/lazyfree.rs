@@ -6,23 +6,11 @@ use std::time::{Duration, Instant};
 
 use strata_resp::value::Value;
 
-use crate::support::{Raw, strata};
-
-/// A numeric field of INFO memory.
-fn memory_field(c: &mut Raw, name: &str) -> u64 {
-    let Value::Bulk(text) = c.cmd(&["INFO", "memory"]) else {
-        panic!("INFO did not answer a bulk string");
-    };
-    let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{name} in INFO memory"))
-}
+use crate::support::{Raw, info_u64, strata};
 
 /// `lazyfreed_objects` from INFO memory.
 fn lazyfreed(c: &mut Raw) -> u64 {
-    memory_field(c, "lazyfreed_objects")
+    info_u64(c, "memory", "lazyfreed_objects")
 }
 
 /// Waits (bounded) until `lazyfreed_objects` reaches `n`; returns the last value seen.
@@ -113,7 +101,7 @@ fn lazyfree_directives_choose_what_is_freed_in_the_background() {
     c.cmd(&["CONFIG", "SET", "lazyfree-lazy-eviction", "yes"]);
     c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
     fill(&mut c, "SADD", "victim", 1000);
-    let used = memory_field(&mut c, "used_memory");
+    let used = info_u64(&mut c, "memory", "used_memory");
     c.cmd(&["CONFIG", "SET", "maxmemory", &(used - 4096).to_string()]);
     // Commands (and the cron) evict once the memory figure shows the limit passed.
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -8,26 +8,16 @@ use strata_resp::value::Value;
 
 use crate::diff_pubsub::Duo;
 use crate::differential::compare;
-use crate::support::{Raw, strata, strata_in};
+use crate::support::{Raw, info_u64, strata, strata_in};
 
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
-/// A numeric field of INFO.
-fn info_field(c: &mut Raw, section: &str, name: &str) -> u64 {
-    let reply = c.cmd(&["INFO", section]);
-    let text = String::from_utf8_lossy(reply.as_bytes().expect("INFO text")).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
-}
-
 fn used(c: &mut Raw) -> u64 {
-    info_field(c, "memory", "used_memory")
+    info_u64(c, "memory", "used_memory")
 }
 
 fn evicted(c: &mut Raw) -> u64 {
-    info_field(c, "stats", "evicted_keys")
+    info_u64(c, "stats", "evicted_keys")
 }
 
 fn ok(c: &mut Raw, args: &[&str]) {
@@ -256,7 +246,7 @@ fn with_the_log_on_a_write_load_keeps_a_full_dataset() {
     );
     let mut c = server.client();
     fill(&mut c, "w:", 150_000, 100, None, |_| {});
-    let counted = used(&mut c) - info_field(&mut c, "memory", "mem_not_counted_for_evict");
+    let counted = used(&mut c) - info_u64(&mut c, "memory", "mem_not_counted_for_evict");
     assert!(counted <= limit + limit / 20, "{counted} bytes counted");
     assert!(evicted(&mut c) > 0, "the load did not reach the limit");
     let Value::Integer(held) = c.cmd(&["DBSIZE"]) else {

@@ -338,3 +338,13 @@ impl Raw {
         first
     }
 }
+
+/// A numeric field of an INFO section, read through a raw connection.
+pub fn info_u64(c: &mut Raw, section: &str, name: &str) -> u64 {
+    let reply = c.cmd(&["INFO", section]);
+    let text = String::from_utf8_lossy(reply.as_bytes().expect("INFO text")).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+}

@@ -6,16 +6,11 @@ use std::time::Duration;
 
 use strata_resp::value::Value;
 
-use crate::support::{Raw, strata, strata_in};
+use crate::support::{Raw, info_u64, strata, strata_in};
 
 /// A numeric field of INFO memory.
-fn info_field(c: &mut Raw, name: &str) -> f64 {
-    let reply = c.cmd(&["INFO", "memory"]);
-    let text = String::from_utf8_lossy(reply.as_bytes().expect("INFO text")).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in INFO memory"))
+fn info_field(c: &mut Raw, name: &str) -> u64 {
+    info_u64(c, "memory", name)
 }
 
 /// The value of key `i`: distinct per key, `size` bytes.
@@ -67,10 +62,10 @@ fn a_data_set_four_times_maxmemory_stays_readable_across_kill_9() {
         let mut c = server.client();
         fill(&mut c, n, size);
         let cold = info_field(&mut c, "tiered_keys");
-        assert!(cold > (n / 2) as f64, "only {cold} values moved out");
-        assert!(info_field(&mut c, "tiered_bytes") >= cold * size as f64);
+        assert!(cold > (n / 2) as u64, "only {cold} values moved out");
+        assert!(info_field(&mut c, "tiered_bytes") >= cold * size as u64);
         check_all(&mut c, n, size);
-        assert!(info_field(&mut c, "tiered_disk_reads") > 0.0);
+        assert!(info_field(&mut c, "tiered_disk_reads") > 0);
         let Value::Integer(keys) = c.cmd(&["DBSIZE"]) else {
             panic!("DBSIZE")
         };
@@ -80,7 +75,7 @@ fn a_data_set_four_times_maxmemory_stays_readable_across_kill_9() {
     let mut server = strata_in(dir.path(), &TIERED);
     let mut c = server.client();
     assert!(
-        info_field(&mut c, "tiered_keys") > (n / 2) as f64,
+        info_field(&mut c, "tiered_keys") > (n / 2) as u64,
         "the restart loaded everything into memory"
     );
     check_all(&mut c, n, size);
@@ -117,7 +112,7 @@ fn values_not_in_the_page_cache_are_read_off_the_event_loop() {
     check_all(&mut c, n, size);
     if dropped {
         assert!(
-            info_field(&mut c, "tiered_deferred_reads") > 0.0,
+            info_field(&mut c, "tiered_deferred_reads") > 0,
             "no read was handed to the blocking-I/O pool"
         );
     }
@@ -137,7 +132,7 @@ fn commands_on_values_on_disk_reply_as_in_memory() {
     let mut p = plain.client();
     fill(&mut t, n, size);
     fill(&mut p, n, size);
-    assert!(info_field(&mut t, "tiered_keys") > (n / 2) as f64);
+    assert!(info_field(&mut t, "tiered_keys") > (n / 2) as u64);
     let reads_before = info_field(&mut t, "tiered_disk_reads");
     let scripts: Vec<Vec<String>> = (0..40)
         .map(|k| {
@@ -188,7 +183,7 @@ fn commands_on_values_on_disk_reply_as_in_memory() {
     let sort = ["SORT", "ids", "BY", "nosort", "GET", "v:*", "GET", "#"];
     assert_eq!(t.cmd(&sort), p.cmd(&sort));
     assert!(
-        info_field(&mut t, "tiered_disk_reads") > reads_before + 10.0,
+        info_field(&mut t, "tiered_disk_reads") > reads_before + 10,
         "the commands did not read values from disk"
     );
     // Everything still matches, key by key.
@@ -229,7 +224,7 @@ fn tiered_needs_the_log() {
     let server = strata(&TIERED);
     let mut c = server.client();
     fill(&mut c, 8_000, 2_000);
-    assert!(info_field(&mut c, "tiered_keys") > 0.0);
+    assert!(info_field(&mut c, "tiered_keys") > 0);
     assert!(matches!(
         c.cmd(&["CONFIG", "SET", "appendonly", "no"]),
         Value::Error(_)

@@ -143,8 +143,7 @@ pub(crate) fn run(inner: &Inner) -> Result<CompactionReport> {
             if moved.len().is_multiple_of(256) {
                 let bytes = kept_bytes
                     + moved.capacity() * std::mem::size_of::<Moved>()
-                    + expired.capacity() * std::mem::size_of::<(Box<[u8]>, KeyEntry)>()
-                    + output.hint_memory();
+                    + expired.capacity() * std::mem::size_of::<(Box<[u8]>, KeyEntry)>();
                 held.0.store(bytes as u64, Ordering::Relaxed);
             }
             Ok(())

@@ -77,7 +77,7 @@ pub(crate) struct Inner {
     pub compactions: AtomicU64,
     pub compaction_lock: Mutex<()>,
     /// Bytes a running compaction holds for its work (what it moved, for the
-    /// index swap at its end, and its outputs' hints); 0 when none runs.
+    /// index swap at its end); 0 when none runs.
     pub compaction_memory: AtomicU64,
     stop: Mutex<bool>,
     wake: Condvar,
@@ -456,15 +456,12 @@ impl Engine {
 
     /// Bytes the engine holds in memory for its own bookkeeping, which deleting
     /// keys does not free: the index, by estimate (one slot per key, and per
-    /// deleted key until compaction drops its tombstone), and the hints kept in
-    /// memory for the segments whose hint file is not written yet (one entry per
-    /// record: they grow with every write, deletes included, until the segment
-    /// is sealed), and what a running compaction holds for its work (an entry per
-    /// live key it moves, for the index update at its end).
+    /// deleted key until compaction drops its tombstone), and what a running
+    /// compaction holds for its work (an entry per live key it moves, for the
+    /// index update at its end). Hints cost none: a segment's hint file is built
+    /// by reading the segment back once it is sealed.
     pub fn bookkeeping_memory(&self) -> u64 {
-        self.inner.index.memory_bytes()
-            + self.inner.log.hint_memory()
-            + self.inner.compaction_memory.load(Ordering::Relaxed)
+        self.inner.index.memory_bytes() + self.inner.compaction_memory.load(Ordering::Relaxed)
     }
 
     /// The log beneath the engine, to inspect its segments.

@@ -45,10 +45,16 @@ pub struct HintEntry<'a> {
 }
 
 /// Builds the bytes of a hint file, one entry at a time.
+///
+/// The bytes can be taken out in pieces as they accumulate ([`HintBuilder::drain`]),
+/// so a hint of any length is written with a bounded buffer; the checksum runs
+/// over every byte, drained or not.
 #[derive(Debug, Clone)]
 pub struct HintBuilder {
     bytes: Vec<u8>,
     count: u64,
+    /// CRC32C of the bytes already drained.
+    crc: u32,
 }
 
 impl Default for HintBuilder {
@@ -64,7 +70,11 @@ impl HintBuilder {
         bytes.extend_from_slice(&HINT_MAGIC);
         bytes.extend_from_slice(&HINT_VERSION.to_le_bytes());
         bytes.extend_from_slice(&0u32.to_le_bytes());
-        HintBuilder { bytes, count: 0 }
+        HintBuilder {
+            bytes,
+            count: 0,
+            crc: 0,
+        }
     }
 
     /// Adds the entry of one record.
@@ -86,14 +96,18 @@ impl HintBuilder {
         self.count
     }
 
-    /// Bytes encoded so far.
+    /// Bytes encoded and not yet drained.
     pub fn byte_len(&self) -> usize {
         self.bytes.len()
     }
 
-    /// Bytes of memory the builder holds (its buffer's capacity).
-    pub fn allocated_bytes(&self) -> usize {
-        self.bytes.capacity()
+    /// Hands the bytes encoded since the last drain to `write`, in file order, and
+    /// forgets them (the checksum keeps covering them). On error nothing is forgotten.
+    pub fn drain<E>(&mut self, write: impl FnOnce(&[u8]) -> Result<(), E>) -> Result<(), E> {
+        write(&self.bytes)?;
+        self.crc = crc32c::crc32c_append(self.crc, &self.bytes);
+        self.bytes.clear();
+        Ok(())
     }
 
     /// True when no entry was added.
@@ -101,10 +115,10 @@ impl HintBuilder {
         self.count == 0
     }
 
-    /// Appends the trailer and returns the file's bytes.
+    /// Appends the trailer and returns the file's bytes not yet drained.
     pub fn finish(mut self) -> Vec<u8> {
         self.bytes.extend_from_slice(&self.count.to_le_bytes());
-        let crc = crc32c::crc32c(&self.bytes);
+        let crc = crc32c::crc32c_append(self.crc, &self.bytes);
         self.bytes.extend_from_slice(&crc.to_le_bytes());
         self.bytes
     }
@@ -268,7 +282,22 @@ mod tests {
     use super::*;
 
     fn sample() -> Vec<u8> {
+        sample_drained(false)
+    }
+
+    /// The sample hint, drained to a file after each entry when `drain` is set.
+    fn sample_drained(drain: bool) -> Vec<u8> {
+        let mut file = Vec::new();
         let mut b = HintBuilder::new();
+        let mut drain_to = |b: &mut HintBuilder| {
+            if drain {
+                b.drain(|bytes| {
+                    file.extend_from_slice(bytes);
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            }
+        };
         b.push(&HintEntry {
             kind: Kind::Put,
             key: b"alpha",
@@ -277,6 +306,7 @@ mod tests {
             version: 3,
             expires_at: 0,
         });
+        drain_to(&mut b);
         b.push(&HintEntry {
             kind: Kind::Delete,
             key: b"beta",
@@ -285,7 +315,17 @@ mod tests {
             version: 4,
             expires_at: 9,
         });
-        b.finish()
+        drain_to(&mut b);
+        file.extend_from_slice(&b.finish());
+        file
+    }
+
+    #[test]
+    fn a_drained_hint_is_the_same_file() {
+        assert_eq!(sample_drained(true), sample());
+        let mut failing = HintBuilder::new();
+        assert_eq!(failing.drain(|_| Err("disk full")), Err("disk full"));
+        assert_eq!(failing.finish(), HintBuilder::new().finish());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::{Shared, write_hint_file};
+use super::Shared;
 use crate::error::Result;
 use crate::options::FsyncPolicy;
 
@@ -56,7 +56,7 @@ fn run(shared: &Shared) {
 
 /// At a clean close: writes the active segment's hint, or removes it when empty.
 pub(super) fn finish_active(shared: &Shared) -> Result<()> {
-    let mut writer = shared.writer.lock();
+    let writer = shared.writer.lock();
     let id = writer.active.id;
     if writer.records == 0 {
         shared.segments.write().remove(&id);
@@ -64,8 +64,8 @@ pub(super) fn finish_active(shared: &Shared) -> Result<()> {
         shared.vfs.sync_dir(&shared.dir)?;
         return Ok(());
     }
-    if let Some(hints) = writer.hints.take() {
-        write_hint_file(&*shared.vfs, &shared.dir, id, hints.finish())?;
+    if shared.options.write_hints {
+        shared.write_hint(&writer.active)?;
     }
     Ok(())
 }

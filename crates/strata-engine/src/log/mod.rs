@@ -195,8 +195,8 @@ pub(crate) struct Shared {
     closed: AtomicBool,
     /// Sum of the lengths of all segments (buffered bytes included).
     total_bytes: AtomicU64,
-    /// Hint files of sealed segments waiting to be written.
-    pending_hints: Mutex<Vec<(SegmentId, HintBuilder)>>,
+    /// Sealed segments whose hint files are still to be written.
+    pending_hints: Mutex<Vec<SegmentId>>,
     /// Wakes the background thread early (shutdown).
     wake: Condvar,
     wake_lock: Mutex<bool>,
@@ -365,26 +365,6 @@ impl Log {
                 sealed: s.id != active,
             })
             .collect()
-    }
-
-    /// Bytes of memory the hints held for segments without a hint file yet take:
-    /// the active segment's, and sealed ones' waiting to be written.
-    pub fn hint_memory(&self) -> u64 {
-        let active = self
-            .shared
-            .writer
-            .lock()
-            .hints
-            .as_ref()
-            .map_or(0, HintBuilder::allocated_bytes);
-        let pending: usize = self
-            .shared
-            .pending_hints
-            .lock()
-            .iter()
-            .map(|(_, h)| h.allocated_bytes())
-            .sum();
-        (active + pending) as u64
     }
 
     /// Total bytes in all segments.
@@ -579,9 +559,8 @@ impl Shared {
         let sealed = std::mem::replace(&mut writer.active, next);
         writer.len = SEGMENT_HEADER_LEN as u64;
         writer.records = 0;
-        if let Some(hints) = &mut writer.hints {
-            let done = std::mem::take(hints);
-            self.pending_hints.lock().push((sealed.id, done));
+        if self.options.write_hints {
+            self.pending_hints.lock().push(sealed.id);
         }
         Ok(())
     }
@@ -708,32 +687,86 @@ impl Shared {
     /// Writes the hint files queued for sealed segments; failures only cost speed.
     pub(crate) fn write_pending_hints(&self) {
         let pending = std::mem::take(&mut *self.pending_hints.lock());
-        for (id, hints) in pending {
-            if !self.segments.read().contains_key(&id) {
+        for id in pending {
+            // A segment compacted away meanwhile needs no hint.
+            let Some(segment) = self.segments.read().get(&id).cloned() else {
                 continue;
-            }
-            if let Err(e) = write_hint_file(&*self.vfs, &self.dir, id, hints.finish()) {
+            };
+            if let Err(e) = self.write_hint(&segment) {
                 tracing::warn!(segment = %id, error = %e, "writing a hint file failed");
             }
         }
     }
+
+    /// Writes the hint file of a segment that will not change again, durably:
+    /// built under a temporary name, fsynced, renamed, directory fsynced.
+    pub(crate) fn write_hint(&self, segment: &SegmentFile) -> std::io::Result<()> {
+        let tmp = self.dir.join(format!(
+            "{}{}",
+            segment.id.hint_name(),
+            crate::segment::TMP_SUFFIX
+        ));
+        let _ = self.vfs.remove(&tmp);
+        let len = segment.flushed.load(Ordering::Acquire);
+        if let Err(e) = build_hint(&*self.vfs, &*segment.file, segment.id, len, &tmp) {
+            let _ = self.vfs.remove(&tmp);
+            return Err(e);
+        }
+        self.vfs
+            .rename(&tmp, &self.dir.join(segment.id.hint_name()))?;
+        self.vfs.sync_dir(&self.dir)
+    }
 }
 
-/// Writes a hint file durably: temporary name, fsync, rename, directory fsync.
-pub(crate) fn write_hint_file(
+/// Hint bytes buffered before they are written out.
+const HINT_BUFFER: usize = 1 << 20;
+
+/// Writes and fsyncs at `dest` the hint of the first `len` bytes of a segment,
+/// read back record by record: a hint costs no memory while its segment is
+/// written, and a segment that does not scan clean gets none.
+pub(crate) fn build_hint(
     vfs: &dyn Vfs,
-    dir: &Path,
+    file: &dyn VfsFile,
     id: SegmentId,
-    bytes: Vec<u8>,
+    len: u64,
+    dest: &Path,
 ) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{}{}", id.hint_name(), crate::segment::TMP_SUFFIX));
-    let _ = vfs.remove(&tmp);
-    let file = vfs.open(&tmp, crate::vfs::OpenMode::CreateNew)?;
-    let written = write_all_at(&*file, &bytes, 0).and_then(|()| file.sync_data());
-    if let Err(e) = written {
-        let _ = vfs.remove(&tmp);
-        return Err(e);
+    let out = vfs.open(dest, crate::vfs::OpenMode::CreateNew)?;
+    let mut hints = HintBuilder::new();
+    let mut written = 0u64;
+    let mut drain = |hints: &mut HintBuilder| {
+        hints.drain(|bytes| {
+            write_all_at(&*out, bytes, written)?;
+            written += bytes.len() as u64;
+            Ok::<(), std::io::Error>(())
+        })
+    };
+    let end = scan::scan::<std::io::Error>(
+        file,
+        id,
+        SEGMENT_HEADER_LEN as u64,
+        len,
+        &mut |s: scan::Scanned<'_>| {
+            hints.push(&crate::hint::HintEntry {
+                kind: s.record.header.kind,
+                key: s.record.key,
+                offset: s.location.offset,
+                len: s.location.len,
+                version: s.record.header.version,
+                expires_at: s.record.header.expires_at,
+            });
+            if hints.byte_len() >= HINT_BUFFER {
+                drain(&mut hints)?;
+            }
+            Ok(())
+        },
+    )??;
+    if let scan::ScanEnd::Damaged { offset, reason, .. } = end {
+        return Err(std::io::Error::other(format!(
+            "segment {id} does not scan clean at offset {offset}: {reason}"
+        )));
     }
-    vfs.rename(&tmp, &dir.join(id.hint_name()))?;
-    vfs.sync_dir(dir)
+    drain(&mut hints)?;
+    write_all_at(&*out, &hints.finish(), written)?;
+    out.sync_data()
 }

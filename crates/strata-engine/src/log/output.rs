@@ -23,7 +23,6 @@ use std::sync::atomic::Ordering;
 
 use super::{Entry, SegmentFile, Shared};
 use crate::error::{Error, Result};
-use crate::hint::{HintBuilder, HintEntry};
 use crate::record::{self, Kind};
 use crate::segment::{self, Location, SEGMENT_HEADER_LEN, SegmentId, TMP_SUFFIX};
 use crate::vfs::{OpenMode, VfsFile, write_all_at};
@@ -37,7 +36,6 @@ struct OutputFile {
     /// Bytes written to the file.
     written: u64,
     buf: Vec<u8>,
-    hints: HintBuilder,
 }
 
 impl OutputFile {
@@ -69,15 +67,6 @@ pub struct CompactionOutput {
     limit: SegmentId,
     current: Option<OutputFile>,
     done: Vec<Finished>,
-}
-
-impl CompactionOutput {
-    /// Bytes the hints of the output being written hold in memory.
-    pub fn hint_memory(&self) -> usize {
-        self.current
-            .as_ref()
-            .map_or(0, |out| out.hints.allocated_bytes())
-    }
 }
 
 impl std::fmt::Debug for CompactionOutput {
@@ -156,14 +145,6 @@ impl CompactionOutput {
             offset: offset as u32,
             len: len as u32,
         };
-        out.hints.push(&HintEntry {
-            kind: rec.header.kind,
-            key: rec.key,
-            offset: location.offset,
-            len: location.len,
-            version: rec.header.version,
-            expires_at: rec.header.expires_at,
-        });
         self.flush_if_full()?;
         Ok(location)
     }
@@ -219,7 +200,6 @@ impl CompactionOutput {
                 file,
                 written: 0,
                 buf,
-                hints: HintBuilder::new(),
             });
         }
         self.current
@@ -258,9 +238,13 @@ impl CompactionOutput {
             if let Some(last) = self.done.last_mut() {
                 last.hint_tmp = Some(hint_tmp.clone());
             }
-            let file = self.shared.vfs.open(&hint_tmp, OpenMode::CreateNew)?;
-            write_all_at(&*file, &std::mem::take(&mut out.hints).finish(), 0)?;
-            file.sync_data()?;
+            super::build_hint(
+                &*self.shared.vfs,
+                &*out.file,
+                out.id,
+                out.written,
+                &hint_tmp,
+            )?;
         }
         Ok(())
     }

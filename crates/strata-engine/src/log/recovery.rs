@@ -27,7 +27,7 @@ use super::scan::{self, ScanEnd, Scanned};
 use super::writer::{self, Tail, Writer};
 use super::{SegmentFile, Shared, SyncState};
 use crate::error::{Error, Result};
-use crate::hint::{self, HintBuilder, HintEntry};
+use crate::hint;
 use crate::options::LogOptions;
 use crate::record::Kind;
 use crate::segment::{
@@ -49,9 +49,6 @@ pub struct Replayed<'a> {
     /// The record's expiry in Unix milliseconds, 0 for never.
     pub expires_at: u64,
 }
-
-/// Rebuilt hints held in memory at open, at most.
-const REBUILT_HINTS_MAX: usize = 256 << 20;
 
 pub(super) fn open(
     dir: &Path,
@@ -99,7 +96,6 @@ pub(super) fn open(
 
     let last = segments.last().copied();
     let mut missing_hints = Vec::new();
-    let mut rebuilt_bytes = 0usize;
     let mut map = BTreeMap::new();
     let mut total = 0u64;
     let mut dropping = false;
@@ -148,10 +144,10 @@ pub(super) fn open(
             continue;
         }
 
-        // The scan also rebuilds the segment's hint, written later in the
-        // background (up to a bound on the memory the rebuilt hints hold).
-        let mut rebuilt =
-            (options.write_hints && rebuilt_bytes < REBUILT_HINTS_MAX).then(HintBuilder::new);
+        // The segment's hint is rebuilt later, in the background.
+        if options.write_hints {
+            missing_hints.push(id);
+        }
         let end = scan::scan::<Infallible>(
             &*file,
             id,
@@ -165,24 +161,10 @@ pub(super) fn open(
                     version: s.record.header.version,
                     expires_at: s.record.header.expires_at,
                 };
-                if let Some(hints) = &mut rebuilt {
-                    hints.push(&HintEntry {
-                        kind: replayed.kind,
-                        key: replayed.key,
-                        offset: replayed.location.offset,
-                        len: replayed.location.len,
-                        version: replayed.version,
-                        expires_at: replayed.expires_at,
-                    });
-                }
                 replay(&replayed);
                 Ok(())
             },
         )?;
-        if let (Some(hints), Ok(ScanEnd::Clean)) = (rebuilt, &end) {
-            rebuilt_bytes += hints.byte_len();
-            missing_hints.push((id, hints));
-        }
         if let Ok(ScanEnd::Damaged {
             offset,
             reason,
@@ -220,7 +202,7 @@ pub(super) fn open(
 
     Ok(Shared {
         dir: dir.to_path_buf(),
-        writer: Mutex::new(Writer::new(active.clone(), options.write_hints)),
+        writer: Mutex::new(Writer::new(active.clone())),
         tail: Mutex::new(Tail::new(active)),
         active_id: AtomicU64::new(active_id.0),
         options,

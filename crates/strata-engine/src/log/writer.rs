@@ -1,7 +1,7 @@
 //! The active segment: where appends go.
 //!
 //! Two pieces of state, behind two locks. The [`Writer`] (the writer lock)
-//! decides where records go: the active segment, its length, its hint entries;
+//! decides where records go: the active segment and its length;
 //! appends, rotation and sealing hold it, so records get their locations, and
 //! callers' index updates run, in log order. The [`Tail`] (the tail lock)
 //! holds the write buffer of records not yet handed to the operating system
@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
-use crate::hint::{HintBuilder, HintEntry};
 use crate::log::{Entry, SegmentFile};
 use crate::record::{self, HEADER_LEN, Kind, MAX_RECORD_LEN};
 use crate::segment::{self, Location, SEGMENT_HEADER_LEN, SegmentId};
@@ -32,8 +31,6 @@ pub(crate) struct Writer {
     pub active: Arc<SegmentFile>,
     /// Logical length of the active segment: flushed bytes plus the buffer.
     pub len: u64,
-    /// Hint entries of the active segment's records, when hints are on.
-    pub hints: Option<HintBuilder>,
     /// Number of records in the active segment.
     pub records: u64,
 }
@@ -85,12 +82,11 @@ impl Tail {
 }
 
 impl Writer {
-    pub fn new(active: Arc<SegmentFile>, write_hints: bool) -> Writer {
+    pub fn new(active: Arc<SegmentFile>) -> Writer {
         let len = active.flushed.load(Ordering::Acquire);
         Writer {
             active,
             len,
-            hints: write_hints.then(HintBuilder::new),
             records: 0,
         }
     }
@@ -163,16 +159,6 @@ impl Writer {
                 offset: offset as u32,
                 len: len as u32,
             };
-            if let Some(hints) = &mut self.hints {
-                hints.push(&HintEntry {
-                    kind: entry.kind,
-                    key: entry.key,
-                    offset: location.offset,
-                    len: location.len,
-                    version: entry.version,
-                    expires_at: entry.expires_at,
-                });
-            }
             locations.push(location);
         }
         if let Some(frame_start) = frame_start {

@@ -227,8 +227,8 @@ fn evictions_are_logged_and_survive_a_restart() {
 }
 
 /// With the log on, the memory the store holds for its own bookkeeping (the index,
-/// the hints of the segment being written, which grow with every write, deletes
-/// included) is left out of the eviction figure, as Redis leaves out its AOF
+/// with a tombstone for every evicted key until the next compaction) is left out of
+/// the eviction figure, as Redis leaves out its AOF
 /// buffers: a sustained write load keeps the dataset near the limit instead of
 /// evicting everything.
 #[test]

@@ -17,6 +17,16 @@ pub fn allocated() -> u64 {
     tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
 }
 
+/// Turns jemalloc's background threads on or off (`jemalloc-bg-thread`): with them,
+/// memory freed and left unused is returned to the operating system after jemalloc's
+/// decay time even when the server is idle; without them only when a thread of the
+/// server next allocates. An allocator that cannot do it is left as it is.
+pub fn set_background_purge(on: bool) {
+    if let Err(e) = tikv_jemalloc_ctl::background_thread::write(on) {
+        tracing::debug!("jemalloc background threads could not be switched: {e}");
+    }
+}
+
 /// jemalloc's figures after advancing its epoch: (allocated, active, resident,
 /// mapped, retained), in bytes; zeros where it cannot say.
 pub fn allocator_stats() -> AllocatorStats {
@@ -65,10 +75,8 @@ pub fn eviction_policy(
 /// What deleting keys cannot free (Redis's `mem_not_counted_for_evict`, which there
 /// is the AOF and replica buffers): with persistence on, the store's index, which
 /// holds an entry for every key — and a tombstone for every deleted one until the
-/// next compaction — so an eviction does not shrink it, the hints kept in memory
-/// for the segments not yet sealed, which an eviction's delete record even grows,
-/// and what a running compaction holds for its work (Redis leaves out its rewrite
-/// buffers likewise).
+/// next compaction — so an eviction does not shrink it, and what a running
+/// compaction holds for its work (Redis leaves out its rewrite buffers likewise).
 pub fn not_counted_for_evict(state: &crate::state::ServerState) -> u64 {
     state
         .persist

@@ -145,6 +145,7 @@ impl ServerState {
             "busy-reply-threshold",
             "lua-memory-limit",
             "maxmemory-policy",
+            "jemalloc-bg-thread",
         ]);
         self
     }
@@ -288,6 +289,7 @@ impl ServerState {
                         }
                     }
                 }
+                "jemalloc-bg-thread" => crate::memory::set_background_purge(cfg.jemalloc_bg_thread),
                 "appendonly" | "appendfsync" => {
                     crate::persist::control::config_changed(self, name);
                 }

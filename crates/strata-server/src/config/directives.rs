@@ -879,6 +879,19 @@ static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "jemalloc-bg-thread",
+        alias: None,
+        mutability: Mutable,
+        summary: "The allocator purges freed memory from its own background threads.",
+        kind: Kind::Bool {
+            get: |c| c.jemalloc_bg_thread,
+            set: |c, v| {
+                c.jemalloc_bg_thread = v;
+                Ok(())
+            },
+        },
+    },
+    Directive {
         name: "hash-max-listpack-entries",
         alias: Some("hash-max-ziplist-entries"),
         mutability: Mutable,
@@ -1197,6 +1210,7 @@ mod tests {
                 "lazyfree-lazy-expire",
                 "lazyfree-lazy-eviction",
                 "lazyfree-lazy-user-flush",
+                "jemalloc-bg-thread",
                 "hash-max-listpack-entries",
                 "hash-max-listpack-value",
                 "set-max-intset-entries",

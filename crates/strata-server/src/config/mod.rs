@@ -266,6 +266,9 @@ pub struct Config {
     pub dynamic_hz: bool,
     /// `lazyfree-lazy-user-del`, `-server-del`, `-expire`, `-user-flush`: all no.
     pub lazyfree_lazy: strata_commands::server::LazyFree,
+    /// `jemalloc-bg-thread`: yes. The allocator returns freed memory to the
+    /// operating system from its own threads, so the RSS of an idle server falls.
+    pub jemalloc_bg_thread: bool,
     /// `loglevel`: notice.
     pub loglevel: LogLevel,
     /// `logfile`: none, meaning standard output.
@@ -395,6 +398,7 @@ impl Default for Config {
             hz: 10,
             dynamic_hz: true,
             lazyfree_lazy: Default::default(),
+            jemalloc_bg_thread: true,
             loglevel: LogLevel::Notice,
             logfile: None,
             daemonize: false,

@@ -221,6 +221,18 @@ fn key_commands_match_redis() {
     ]);
 }
 
+#[test]
+fn jemalloc_bg_thread_matches_redis() {
+    compare(&[
+        &["CONFIG", "GET", "jemalloc-bg-thread"],
+        &["CONFIG", "SET", "jemalloc-bg-thread", "no"],
+        &["CONFIG", "GET", "jemalloc-bg-thread"],
+        &["CONFIG", "SET", "jemalloc-bg-thread", "maybe"],
+        &["CONFIG", "SET", "jemalloc-bg-thread", "yes"],
+        &["CONFIG", "GET", "jemalloc-bg-*"],
+    ]);
+}
+
 // Regressions found by the random differential test (`random_diff`).
 
 #[test]

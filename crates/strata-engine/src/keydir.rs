@@ -3,7 +3,9 @@
 //! The keydir is a hash map from key to [`KeyEntry`], split into shards, each
 //! behind its own reader-writer lock, so readers of different keys never
 //! meet and a reader holds a lock only for the lookup itself (never during
-//! disk I/O). Each key costs its bytes plus a fixed-size entry.
+//! disk I/O). Each key costs a 65-byte table slot (a control byte, the key
+//! when it has at most 30 bytes, the version, the expiry and the location)
+//! plus, for longer keys and keys with merge operands, their own allocation.
 //!
 //! Invariant: an entry's locations are in log order and point at records
 //! that the log still holds (compaction swaps an entry before it deletes the
@@ -12,16 +14,17 @@
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
+use std::num::NonZeroU32;
 
 use parking_lot::RwLock;
 
 use crate::index::{Chain, Change, Index, KeyEntry, ScanChunk, Slot};
-use crate::segment::Location;
+use crate::segment::{Location, SegmentId};
 
 const SHARDS: usize = 64;
 
 /// Keys up to this length are stored inside the table, without an allocation.
-const INLINE: usize = 38;
+const INLINE: usize = 30;
 
 /// A key as the keydir stores it: short keys inline, long ones on the heap.
 ///
@@ -82,7 +85,138 @@ impl std::fmt::Debug for KeyBuf {
     }
 }
 
-type Shard = HashMap<KeyBuf, KeyEntry, foldhash::fast::RandomState>;
+/// A [`KeyEntry`] as the table stores it, in 32 bytes instead of 40.
+#[derive(Debug, Clone)]
+struct Stored {
+    version: u64,
+    expires_at: u64,
+    slot: Packed,
+}
+
+/// A [`Slot`] in 16 bytes: a record's length is never zero, so the tag of the
+/// enum fits in the length's unused value.
+#[derive(Debug, Clone)]
+enum Packed {
+    Value {
+        segment: u64,
+        offset: u32,
+        len: NonZeroU32,
+    },
+    /// Merge operands; or, with none, a value of length zero (which no record
+    /// has, but which still round-trips).
+    Merged(Box<Chain>),
+}
+
+impl Packed {
+    fn value(location: Location) -> Packed {
+        match NonZeroU32::new(location.len) {
+            Some(len) => Packed::Value {
+                segment: location.segment.0,
+                offset: location.offset,
+                len,
+            },
+            None => Packed::Merged(Box::new(Chain {
+                base: Some(location),
+                operands: Vec::new(),
+            })),
+        }
+    }
+
+    fn slot(&self) -> Slot {
+        match self {
+            Packed::Value { .. } => Slot::Value(self.single().unwrap_or(Location {
+                segment: SegmentId(0),
+                offset: 0,
+                len: 0,
+            })),
+            Packed::Merged(chain) => match (chain.base, chain.operands.is_empty()) {
+                (Some(base), true) => Slot::Value(base),
+                _ => Slot::Merged(chain.clone()),
+            },
+        }
+    }
+
+    /// Whether this is [`Slot::Merged`].
+    fn is_merged(&self) -> bool {
+        match self {
+            Packed::Value { .. } => false,
+            Packed::Merged(chain) => chain.base.is_none() || !chain.operands.is_empty(),
+        }
+    }
+
+    /// The location of a single-record value.
+    fn single(&self) -> Option<Location> {
+        match self {
+            Packed::Value {
+                segment,
+                offset,
+                len,
+            } => Some(Location {
+                segment: SegmentId(*segment),
+                offset: *offset,
+                len: len.get(),
+            }),
+            Packed::Merged(_) => None,
+        }
+    }
+}
+
+impl Stored {
+    fn new(version: u64, expires_at: u64, slot: Slot) -> Stored {
+        Stored {
+            version,
+            expires_at,
+            slot: match slot {
+                Slot::Value(location) => Packed::value(location),
+                Slot::Merged(chain) => Packed::Merged(chain),
+            },
+        }
+    }
+
+    fn entry(&self) -> KeyEntry {
+        KeyEntry {
+            version: self.version,
+            expires_at: self.expires_at,
+            slot: self.slot.slot(),
+        }
+    }
+
+    /// The locations of the key's records, oldest first.
+    fn locations(&self) -> impl Iterator<Item = Location> + '_ {
+        let chain = match &self.slot {
+            Packed::Value { .. } => None,
+            Packed::Merged(chain) => Some(chain),
+        };
+        self.slot.single().into_iter().chain(
+            chain
+                .into_iter()
+                .flat_map(|c| c.base.into_iter().chain(c.operands.iter().copied())),
+        )
+    }
+
+    fn record_bytes(&self) -> u64 {
+        self.locations().map(|l| u64::from(l.len)).sum()
+    }
+
+    fn head(&self) -> Option<crate::index::Head> {
+        let first = self.locations().next()?;
+        Some(crate::index::Head {
+            first,
+            chained: self.locations().nth(1).is_some(),
+            expires_at: self.expires_at,
+        })
+    }
+
+    /// Whether this is `entry`, stored.
+    fn is(&self, entry: &KeyEntry) -> bool {
+        self.version == entry.version
+            && self.expires_at == entry.expires_at
+            && matches!(entry.slot, Slot::Merged(_)) == self.slot.is_merged()
+            && self.locations().eq(entry.locations())
+    }
+}
+
+type Shard = HashMap<KeyBuf, Stored, foldhash::fast::RandomState>;
 
 /// The in-memory index: a sharded hash map of every key.
 #[derive(Debug)]
@@ -117,14 +251,14 @@ impl Keydir {
     }
 }
 
-fn starts_with(entry: &KeyEntry, prefix: &[Location]) -> bool {
+fn starts_with(entry: &Stored, prefix: &[Location]) -> bool {
     let mut have = entry.locations();
     prefix.iter().all(|p| have.next() == Some(*p))
 }
 
 impl Index for Keydir {
     fn get(&self, key: &[u8]) -> Option<KeyEntry> {
-        self.shard(key).read().get(key).cloned()
+        self.shard(key).read().get(key).map(Stored::entry)
     }
 
     fn expires_at(&self, key: &[u8]) -> Option<u64> {
@@ -145,7 +279,7 @@ impl Index for Keydir {
         self.shard(key)
             .read()
             .get(key)
-            .and_then(|e| e.first_location())
+            .and_then(|e| e.locations().next())
     }
 
     fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
@@ -156,10 +290,10 @@ impl Index for Keydir {
                 version,
                 expires_at,
             } => {
-                let entry = KeyEntry {
+                let entry = Stored {
                     version,
                     expires_at,
-                    slot: Slot::Value(location),
+                    slot: Packed::value(location),
                 };
                 if key.len() <= INLINE {
                     // An inline key costs no allocation: one lookup does it all.
@@ -186,10 +320,10 @@ impl Index for Keydir {
                     old.version = version;
                     old.expires_at = expires_at;
                     match &mut old.slot {
-                        Slot::Merged(chain) => chain.operands.push(location),
-                        Slot::Value(base) => {
-                            old.slot = Slot::Merged(Box::new(Chain {
-                                base: Some(*base),
+                        Packed::Merged(chain) => chain.operands.push(location),
+                        Packed::Value { .. } => {
+                            old.slot = Packed::Merged(Box::new(Chain {
+                                base: old.slot.single(),
                                 operands: vec![location],
                             }));
                         }
@@ -199,14 +333,14 @@ impl Index for Keydir {
                 None => {
                     shard.insert(
                         KeyBuf::new(key),
-                        KeyEntry {
+                        Stored::new(
                             version,
                             expires_at,
-                            slot: Slot::Merged(Box::new(Chain {
+                            Slot::Merged(Box::new(Chain {
                                 base: None,
                                 operands: vec![location],
                             })),
-                        },
+                        ),
                     );
                     None
                 }
@@ -228,9 +362,9 @@ impl Index for Keydir {
         let freed = prefix.iter().map(|l| u64::from(l.len)).sum();
         let rest: Vec<Location> = entry.locations().skip(prefix.len()).collect();
         entry.slot = if rest.is_empty() {
-            Slot::Value(replacement)
+            Packed::value(replacement)
         } else {
-            Slot::Merged(Box::new(Chain {
+            Packed::Merged(Box::new(Chain {
                 base: Some(replacement),
                 operands: rest,
             }))
@@ -240,7 +374,7 @@ impl Index for Keydir {
 
     fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64> {
         let mut shard = self.shard(key).write();
-        if shard.get(key) == Some(expected) {
+        if shard.get(key).is_some_and(|stored| stored.is(expected)) {
             shard.remove(key).map(|old| old.record_bytes())
         } else {
             None
@@ -254,7 +388,7 @@ impl Index for Keydir {
     /// The tables' slots (a control byte each, and the key and entry stored inline),
     /// full or not; long keys' and operand chains' own allocations are left out.
     fn memory_bytes(&self) -> u64 {
-        let slot = (std::mem::size_of::<(KeyBuf, KeyEntry)>() + 1) as u64;
+        let slot = (std::mem::size_of::<(KeyBuf, Stored)>() + 1) as u64;
         self.shards
             .iter()
             .map(|s| s.read().capacity() as u64 * slot)
@@ -279,7 +413,7 @@ impl Index for Keydir {
         let entries = shard
             .read()
             .iter()
-            .map(|(k, e)| (Box::from(k.as_slice()), e.clone()))
+            .map(|(k, e)| (Box::from(k.as_slice()), e.entry()))
             .collect();
         let next = start + 1;
         ScanChunk {
@@ -392,7 +526,49 @@ mod tests {
         }
         assert_eq!(kd.len(), 5);
         assert!(kd.get(&[1u8; INLINE - 1]).is_none());
-        assert_eq!(std::mem::size_of::<KeyBuf>(), 40);
+        assert_eq!(std::mem::size_of::<KeyBuf>(), 32);
+        assert_eq!(std::mem::size_of::<(KeyBuf, Stored)>(), 64);
+    }
+
+    #[test]
+    fn entries_round_trip_through_their_packed_form() {
+        let chain =
+            |base, operands: Vec<Location>| Slot::Merged(Box::new(Chain { base, operands }));
+        let zero = Location {
+            segment: SegmentId(u64::MAX),
+            offset: u32::MAX,
+            len: 0,
+        };
+        for slot in [
+            Slot::Value(loc(7)),
+            Slot::Value(zero),
+            chain(None, vec![loc(1)]),
+            chain(Some(loc(1)), vec![loc(2), loc(3)]),
+            chain(Some(zero), vec![zero]),
+        ] {
+            let entry = KeyEntry {
+                version: 9,
+                expires_at: 11,
+                slot,
+            };
+            let stored = Stored::new(entry.version, entry.expires_at, entry.slot.clone());
+            assert_eq!(stored.entry(), entry);
+            assert!(stored.is(&entry));
+            assert!(stored.locations().eq(entry.locations()));
+            assert_eq!(stored.head(), entry.head());
+            assert_eq!(stored.record_bytes(), entry.record_bytes());
+            let other = KeyEntry {
+                version: 10,
+                ..entry.clone()
+            };
+            assert!(!stored.is(&other));
+        }
+        let merged = Stored::new(1, 0, chain(Some(loc(1)), vec![loc(2)]));
+        assert!(!merged.is(&KeyEntry {
+            version: 1,
+            expires_at: 0,
+            slot: Slot::Value(loc(1)),
+        }));
     }
 
     #[test]

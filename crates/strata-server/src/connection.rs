@@ -145,14 +145,23 @@ async fn run(
         if n == 0 {
             return Ok(());
         }
-        last_activity = Instant::now();
+        let clock = BatchClock::now();
+        last_activity = clock.at;
         state.stats.net(n as u64, 0);
         let mut close = false;
         // A request waiting for values out of memory, and how often it waited.
         let mut fetching: Option<(Vec<Vec<u8>>, Vec<ColdKey>, u32)> = None;
         loop {
             let next = match fetching.take() {
-                None => step(state, conn, &mut parser, &mut inbuf, &mut out, &mut durable),
+                None => step(
+                    state,
+                    conn,
+                    &mut parser,
+                    &mut inbuf,
+                    &mut out,
+                    &mut durable,
+                    &clock,
+                ),
                 Some((argv, cold, tries)) => {
                     if !fetch_cold(state, cold).await {
                         // The read failed: the command reads its values itself
@@ -166,7 +175,10 @@ async fn run(
                     }
                     let refs: SmallVec<[&[u8]; 8]> = argv.iter().map(Vec::as_slice).collect();
                     conn.refetched = true;
-                    let next = run_request(state, conn, &mut out, &mut durable, &refs, unix_ms());
+                    let started = Instant::now();
+                    let now = unix_ms();
+                    let next =
+                        run_request(state, conn, &mut out, &mut durable, &refs, now, started);
                     drop(refs);
                     conn.fetch_cold = true;
                     conn.refetched = false;
@@ -187,7 +199,8 @@ async fn run(
                 Step::Ran => {
                     info.obuf.store(out.len(), Ordering::Relaxed);
                     let pending = out.len() + info.mailbox.bytes();
-                    if info.check_output_limits(&state.pubsub.limits, pending, unix_ms()) {
+                    let now = info.last_interaction_ms.load(Ordering::Relaxed);
+                    if info.check_output_limits(&state.pubsub.limits, pending, now) {
                         return Ok(());
                     }
                     if out.len() >= FLUSH_AT {
@@ -303,6 +316,31 @@ async fn fetch_cold(state: &Arc<ServerState>, cold: Vec<ColdKey>) -> bool {
     task.await.unwrap_or(false)
 }
 
+/// Wall-clock time derived from the monotonic clock, so that a command reads the
+/// clock once (its start, which its duration also needs) instead of twice: the wall
+/// clock is read once per batch of requests read from the socket, and the two clocks
+/// cannot drift apart noticeably within one.
+struct BatchClock {
+    at: Instant,
+    unix_ms: u64,
+}
+
+impl BatchClock {
+    fn now() -> BatchClock {
+        BatchClock {
+            at: Instant::now(),
+            unix_ms: unix_ms(),
+        }
+    }
+
+    /// Unix milliseconds at `t`, a moment of this batch (or later).
+    fn unix_ms_at(&self, t: Instant) -> u64 {
+        let since = t.saturating_duration_since(self.at).as_millis();
+        self.unix_ms
+            .saturating_add(u64::try_from(since).unwrap_or(u64::MAX))
+    }
+}
+
 /// Parses and runs the request at the front of `inbuf`, if it is complete.
 fn step(
     state: &ServerState,
@@ -311,6 +349,7 @@ fn step(
     inbuf: &mut BytesMut,
     out: &mut Vec<u8>,
     durable: &mut u64,
+    clock: &BatchClock,
 ) -> Step {
     let parsed = match parser.parse(inbuf) {
         Ok(p) => p,
@@ -344,11 +383,12 @@ fn step(
     };
     let args = parser.args(inbuf);
     let argv: SmallVec<[&[u8]; 8]> = args.iter().collect();
-    let now = unix_ms();
+    let started = Instant::now();
+    let now = clock.unix_ms_at(started);
     if let Some(until) = state.pause.holds(conn, &argv, now, &state.registry) {
         return Step::Paused(until);
     }
-    let step = run_request(state, conn, out, durable, &argv, now);
+    let step = run_request(state, conn, out, durable, &argv, now, started);
     let step = match step {
         Step::Fetch(_, cold) => Step::Fetch(argv.iter().map(|a| a.to_vec()).collect(), cold),
         step => step,
@@ -368,8 +408,8 @@ fn run_request(
     durable: &mut u64,
     argv: &[&[u8]],
     now: u64,
+    started: Instant,
 ) -> Step {
-    let started = Instant::now();
     let reply_at = out.len();
     let outcome = execute(state, &state.keyspace, conn, out, argv, now);
     if !outcome.fetch.is_empty() {
@@ -743,6 +783,7 @@ mod tests {
         /// Runs every request in `input` (which must fit the buffers as they are).
         fn run(&mut self, input: &[u8]) -> usize {
             self.inbuf.extend_from_slice(input);
+            let clock = BatchClock::now();
             let mut ran = 0;
             loop {
                 match step(
@@ -752,6 +793,7 @@ mod tests {
                     &mut self.inbuf,
                     &mut self.out,
                     &mut self.durable,
+                    &clock,
                 ) {
                     Step::Ran => ran += 1,
                     Step::NeedMore => return ran,
@@ -759,6 +801,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_batch_clock_follows_the_monotonic_clock() {
+        let clock = BatchClock::now();
+        assert_eq!(clock.unix_ms_at(clock.at), clock.unix_ms);
+        let later = clock.at + Duration::from_millis(1_500);
+        assert_eq!(clock.unix_ms_at(later), clock.unix_ms + 1_500);
+        let earlier = clock.at.checked_sub(Duration::from_millis(5));
+        if let Some(earlier) = earlier {
+            assert_eq!(clock.unix_ms_at(earlier), clock.unix_ms);
+        }
+        let wall = unix_ms();
+        let derived = clock.unix_ms_at(Instant::now());
+        assert!(derived.abs_diff(wall) < 1_000, "{derived} against {wall}");
     }
 
     #[test]

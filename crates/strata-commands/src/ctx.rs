@@ -363,6 +363,9 @@ impl<'a> Keys<'a> {
     /// [`Db::take_expired_values`]): kept for the background with
     /// `lazyfree-lazy-expire`, dropped here otherwise.
     pub fn collect_expired_values(&mut self) {
+        if !strata_keyspace::db::expired_values_waiting() {
+            return;
+        }
         let lazy = self.lazyfree.expire;
         for (_, shard) in self.guards.iter_mut() {
             for db in shard.dbs_mut() {

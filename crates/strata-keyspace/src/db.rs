@@ -30,7 +30,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use crate::KeyHasher;
 use crate::access;
@@ -182,6 +182,23 @@ pub struct Db {
     expired_values: Vec<Value>,
 }
 
+/// Values waiting in any database's `expired_values`, so that a caller can skip
+/// asking every database of the shards it holds after each command when none is.
+static EXPIRED_VALUES: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether some database of the process may hold values of expired keys to take
+/// ([`Db::take_expired_values`]); false means none does.
+#[inline]
+pub fn expired_values_waiting() -> bool {
+    EXPIRED_VALUES.load(Ordering::Relaxed) > 0
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        EXPIRED_VALUES.fetch_sub(self.expired_values.len(), Ordering::Relaxed);
+    }
+}
+
 impl Db {
     pub fn new(hasher: KeyHasher) -> Db {
         Db {
@@ -212,6 +229,7 @@ impl Db {
     fn expired_value(&mut self, value: Value) {
         if value.free_lazily() {
             self.expired_values.push(value);
+            EXPIRED_VALUES.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -220,6 +238,7 @@ impl Db {
         if self.expired_values.is_empty() {
             return Vec::new();
         }
+        EXPIRED_VALUES.fetch_sub(self.expired_values.len(), Ordering::Relaxed);
         std::mem::take(&mut self.expired_values)
     }
 

@@ -309,8 +309,17 @@ impl Registry {
 /// Positions of the keys in `argv` for `cmd`, from its key specs (or its custom
 /// extractor), as COMMAND GETKEYS reports them and the dispatcher locks them.
 pub fn key_positions(cmd: &Command, argv: &[&[u8]]) -> Vec<usize> {
+    key_positions_and_source(cmd, argv).0
+}
+
+/// [`key_positions`], and whether they come from the command's own key extractor
+/// rather than its key specs. As in Redis, a `numkeys` argument that is not a
+/// canonical integer naming keys that are all there makes the specs invalid, and the
+/// keys are then found as Redis's older extractors find them (`atoi` of the
+/// argument, inputs before the destination); such keys carry no flags.
+pub fn key_positions_and_source(cmd: &Command, argv: &[&[u8]]) -> (Vec<usize>, bool) {
     if let Some(getkeys) = cmd.getkeys {
-        return getkeys(argv);
+        return (getkeys(argv), false);
     }
     let mut keys = Vec::new();
     // Shard channels are named by `not_key` specs: they route like keys in a cluster
@@ -320,12 +329,92 @@ pub fn key_positions(cmd: &Command, argv: &[&[u8]]) -> Vec<usize> {
         .iter()
         .filter(|s| !s.flags.contains(KeyFlags::NOT_KEY))
     {
-        spec_keys(spec, argv, &mut keys);
+        if spec_keys(spec, argv, &mut keys).is_err() {
+            return (numkeys_fallback(cmd, argv), true);
+        }
     }
+    (keys, false)
+}
+
+/// A key spec that does not apply to the arguments (Redis's `invalid_spec`).
+struct InvalidSpec;
+
+/// Redis's `genericGetKeys`, which every command with a `numkeys` spec falls back
+/// to: `numkeys` read with C's `atoi`; no keys at all unless between 1 and the
+/// arguments left; the keys, then the destination key of the `*STORE` forms.
+fn numkeys_fallback(cmd: &Command, argv: &[&[u8]]) -> Vec<usize> {
+    let argc = argv.len() as i64;
+    let (mut count, mut store) = (None, None);
+    for spec in cmd.key_specs {
+        match (spec.begin, spec.find) {
+            (
+                BeginSearch::Index(at),
+                FindKeys::KeyNum {
+                    key_num_idx,
+                    first_key,
+                    step,
+                },
+            ) => {
+                count = Some((
+                    i64::from(at) + i64::from(key_num_idx),
+                    i64::from(at) + i64::from(first_key),
+                    i64::from(step.max(1)),
+                ));
+            }
+            (BeginSearch::Index(at), FindKeys::Range { last_key: 0, .. }) => store = Some(at),
+            _ => {}
+        }
+    }
+    let Some((count_at, first, step)) = count else {
+        return Vec::new();
+    };
+    let num = usize::try_from(count_at)
+        .ok()
+        .and_then(|i| argv.get(i))
+        .map_or(0, |a| c_atoi(a));
+    let num = i64::from(num);
+    if num < 1 || num > (argc - first) / step {
+        return Vec::new();
+    }
+    let mut keys: Vec<usize> = (0..num).map(|i| (first + i * step) as usize).collect();
+    keys.extend(store.and_then(|at| usize::try_from(at).ok()));
     keys
 }
 
-fn spec_keys(spec: &KeySpec, argv: &[&[u8]], keys: &mut Vec<usize>) {
+/// C's `atoi` as glibc has it: leading white space, a sign, digits up to the first
+/// other byte; out of `long` range it saturates, and the result is truncated to
+/// `int`.
+fn c_atoi(s: &[u8]) -> i32 {
+    let mut rest = s;
+    while let [b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r', tail @ ..] = rest {
+        rest = tail;
+    }
+    let negative = matches!(rest.first(), Some(b'-'));
+    if let [b'-' | b'+', tail @ ..] = rest {
+        rest = tail;
+    }
+    let mut value: i64 = 0;
+    for &c in rest.iter().take_while(|c| c.is_ascii_digit()) {
+        let digit = i64::from(c - b'0');
+        let next = value.checked_mul(10).and_then(|v| {
+            if negative {
+                v.checked_sub(digit)
+            } else {
+                v.checked_add(digit)
+            }
+        });
+        match next {
+            Some(v) => value = v,
+            None => {
+                value = if negative { i64::MIN } else { i64::MAX };
+                break;
+            }
+        }
+    }
+    value as i32
+}
+
+fn spec_keys(spec: &KeySpec, argv: &[&[u8]], keys: &mut Vec<usize>) -> Result<(), InvalidSpec> {
     let argc = argv.len() as i64;
     let first = match spec.begin {
         BeginSearch::Index(i) => i as i64,
@@ -352,10 +441,10 @@ fn spec_keys(spec: &KeySpec, argv: &[&[u8]], keys: &mut Vec<usize>) {
             }
             match found {
                 Some(i) => i,
-                None => return,
+                None => return Ok(()),
             }
         }
-        BeginSearch::Unknown => return,
+        BeginSearch::Unknown => return Ok(()),
     };
     match spec.find {
         FindKeys::Range {
@@ -381,24 +470,29 @@ fn spec_keys(spec: &KeySpec, argv: &[&[u8]], keys: &mut Vec<usize>) {
             first_key,
             step,
         } => {
+            // Redis's `getKeysUsingKeySpecs`: a canonical, non-negative count
+            // (truncated to `int`) of keys that are all there.
             let idx = first + key_num_idx as i64;
-            let Some(n) = argv
-                .get(idx as usize)
-                .and_then(|a| std::str::from_utf8(a).ok()?.parse::<i64>().ok())
-            else {
-                return;
-            };
+            let n = usize::try_from(idx)
+                .ok()
+                .and_then(|i| argv.get(i))
+                .and_then(|a| strata_keyspace::value::parse_canonical_i64(a))
+                .filter(|n| *n >= 0)
+                .ok_or(InvalidSpec)?;
             let start = first + first_key as i64;
-            for k in 0..n.max(0) {
-                let i = start + k * step.max(1) as i64;
-                if i >= argc {
-                    break;
-                }
+            let last = start + i64::from(n as i32) - 1;
+            if last >= argc || last < start || start >= argc {
+                return Err(InvalidSpec);
+            }
+            let mut i = start;
+            while i <= last {
                 keys.push(i as usize);
+                i += step.max(1) as i64;
             }
         }
         FindKeys::Unknown => {}
     }
+    Ok(())
 }
 
 #[cfg(test)]

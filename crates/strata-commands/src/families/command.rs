@@ -8,7 +8,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::exec::arity_ok;
 use crate::parse::is;
 use crate::spec::{Acl, BeginSearch, FindKeys, Group, KeyFlags, KeySpec};
-use crate::table::{Command, Registry, key_positions};
+use crate::table::{Command, Registry, key_positions, key_positions_and_source};
 use crate::{acl, flags};
 
 const SUB: Command = Command {
@@ -301,12 +301,14 @@ fn docs(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-/// The command named by `args[2..]` and its key positions, with COMMAND GETKEYS's
-/// errors in Redis's order: unknown command, no keys at all, wrong arity.
+/// The command named by `args[2..]`, its key positions and whether they come from
+/// Redis's fallback for a bad `numkeys` (see [`key_positions_and_source`]), with
+/// COMMAND GETKEYS's errors in Redis's order: unknown command, no keys at all, wrong
+/// arity.
 fn keys_of<'a>(
     ctx: &Ctx,
     args: &'a [&'a [u8]],
-) -> Result<(&'static Command, Vec<usize>), CmdError> {
+) -> Result<(&'static Command, Vec<usize>, bool), CmdError> {
     let argv = &args[2..];
     let invalid = || CmdError::err("Invalid command specified");
     let base = ctx.server.registry().get(argv[0]).ok_or_else(invalid)?;
@@ -329,7 +331,7 @@ fn keys_of<'a>(
             "Invalid number of arguments specified for command",
         ));
     }
-    let keys = key_positions(cmd, argv);
+    let (keys, fallback) = key_positions_and_source(cmd, argv);
     // Commands whose keys are optional (EVAL with no keys) have none to give.
     if keys.is_empty() && !cmd.flags.contains(crate::spec::Flags::NO_MANDATORY_KEYS) {
         // A command with key specs whose arguments yield no key (a bad numkeys) has
@@ -341,11 +343,11 @@ fn keys_of<'a>(
         };
         return Err(CmdError::err(text));
     }
-    Ok((cmd, keys))
+    Ok((cmd, keys, fallback))
 }
 
 fn getkeys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let (_, keys) = keys_of(ctx, args)?;
+    let (_, keys, _) = keys_of(ctx, args)?;
     ctx.out.array(keys.len());
     for i in keys {
         ctx.out.bulk(args[2 + i]);
@@ -354,32 +356,20 @@ fn getkeys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn getkeysandflags(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let (cmd, keys) = keys_of(ctx, args)?;
+    let (cmd, keys, fallback) = keys_of(ctx, args)?;
     let argv = &args[2..];
     ctx.out.array(keys.len());
     for i in keys {
         ctx.out.array(2);
         ctx.out.bulk(argv[i]);
         // The flags of the first key spec whose keys include this position, resolved
-        // from the arguments when the spec says they vary.
-        let flags = cmd
-            .key_specs
-            .iter()
-            .find(|spec| {
-                let one = Command {
-                    key_specs: std::slice::from_ref(*spec),
-                    getkeys: None,
-                    ..*cmd
-                };
-                key_positions(&one, argv).contains(&i)
-            })
-            .map(|s| match cmd.key_flags {
-                Some(resolve) if s.flags.contains(KeyFlags::VARIABLE_FLAGS) => resolve(argv, i),
-                _ => s.flags,
-            })
-            // A key only the command's own extractor finds (SORT's STORE destination).
-            .or_else(|| cmd.key_flags.map(|resolve| resolve(argv, i)))
-            .unwrap_or_default();
+        // from the arguments when the spec says they vary; none when Redis's fallback
+        // extractor found the keys.
+        let flags = if fallback {
+            Default::default()
+        } else {
+            key_flags(cmd, argv, i)
+        };
         let names: Vec<&str> = flags.names().collect();
         ctx.out.set(names.len());
         for n in names {
@@ -387,6 +377,27 @@ fn getkeysandflags(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// The flags COMMAND GETKEYSANDFLAGS gives the key at `i`, found by the key specs.
+fn key_flags(cmd: &Command, argv: &[&[u8]], i: usize) -> KeyFlags {
+    cmd.key_specs
+        .iter()
+        .find(|spec| {
+            let one = Command {
+                key_specs: std::slice::from_ref(*spec),
+                getkeys: None,
+                ..*cmd
+            };
+            key_positions(&one, argv).contains(&i)
+        })
+        .map(|s| match cmd.key_flags {
+            Some(resolve) if s.flags.contains(KeyFlags::VARIABLE_FLAGS) => resolve(argv, i),
+            _ => s.flags,
+        })
+        // A key only the command's own extractor finds (SORT's STORE destination).
+        .or_else(|| cmd.key_flags.map(|resolve| resolve(argv, i)))
+        .unwrap_or_default()
 }
 
 fn list(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {

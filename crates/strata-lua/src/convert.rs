@@ -58,14 +58,12 @@ pub fn status_line(s: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-/// An error line as Redis's `addReplyErrorFormat` writes it: CR and LF trimmed
-/// from both ends, the ones inside turned into spaces.
+/// An error line as Redis writes a script's error, `addReplyErrorFormat("-%s")`:
+/// CR and LF trimmed from the end (the leading '-' keeps the start from being
+/// trimmed), the ones inside turned into spaces.
 pub fn error_line(s: &[u8]) -> Vec<u8> {
     let trimmed = {
         let mut t = s;
-        while let [b'\r' | b'\n', rest @ ..] = t {
-            t = rest;
-        }
         while let [rest @ .., b'\r' | b'\n'] = t {
             t = rest;
         }
@@ -396,6 +394,14 @@ pub fn script_protocol(resp3: bool) -> Protocol {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_lines_keep_their_start() {
+        assert_eq!(error_line(b"ERR x\r\n"), b"ERR x");
+        assert_eq!(error_line(b"\n co"), b"  co");
+        assert_eq!(error_line(b"a\r\nb"), b"a  b");
+        assert_eq!(error_line(b"\r\n"), b"");
+    }
 
     #[test]
     fn error_texts_get_a_code() {

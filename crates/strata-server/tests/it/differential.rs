@@ -236,6 +236,63 @@ fn jemalloc_bg_thread_matches_redis() {
 // Regressions found by the random differential test (`random_diff`).
 
 #[test]
+fn script_errors_with_line_breaks_match_redis() {
+    let script = "return redis.error_reply(ARGV[1])";
+    let mut cmds: Vec<Vec<&str>> = Vec::new();
+    for text in [
+        "\n co",
+        "\r\nx",
+        "x\r\n",
+        "-\nA b",
+        "a\nb",
+        "-CODE a\r\nb\n",
+        "\n",
+    ] {
+        cmds.push(vec!["EVAL", script, "0", text]);
+    }
+    cmds.push(vec!["EVAL", "return {err = ARGV[1]}", "0", "\n lead"]);
+    let refs: Vec<&[&str]> = cmds.iter().map(Vec::as_slice).collect();
+    compare(&refs);
+}
+
+#[test]
+fn getkeys_with_a_numkeys_redis_does_not_parse_match_redis() {
+    // A count that is not canonical, or names keys that are not all there, makes
+    // Redis fall back from the key specs to `atoi` and its older extractors: keys
+    // without flags, the destination after the inputs.
+    let mut cmds: Vec<Vec<&str>> = Vec::new();
+    for args in [
+        &["fcall", "f1", "1e3", "k2", "1", "+1"][..],
+        &["fcall", "f1", "+1", "k2"],
+        &["eval", "x", "01", "k2"],
+        &["eval", "x", "0"],
+        &["eval", "x", "-1", "a"],
+        &["eval", "x", "99999999999", "a"],
+        &["eval", "x", "4294967297", "a"],
+        &["eval", "x", "2", "a"],
+        &["zunionstore", "dst", "1e3", "a", "b"],
+        &["zunionstore", "dst", "3", "a", "b"],
+        &["zunionstore", "dst", "0", "a"],
+        &["zunionstore", "dst", "+2", "a", "b"],
+        &["zinterstore", "d", " 2", "a", "b"],
+        &["zunionstore", "d", "2", "a", "b"],
+        &["zunion", "+2", "a", "b"],
+        &["lmpop", "1x", "a", "LEFT"],
+        &["blmpop", "0", "+1", "a", "LEFT"],
+        &["sintercard", "01", "a"],
+        &["bzmpop", "1", "2", "a", "b", "MIN"],
+    ] {
+        for sub in ["GETKEYS", "GETKEYSANDFLAGS"] {
+            let mut cmd = vec!["COMMAND", sub];
+            cmd.extend_from_slice(args);
+            cmds.push(cmd);
+        }
+    }
+    let refs: Vec<&[&str]> = cmds.iter().map(Vec::as_slice).collect();
+    compare(&refs);
+}
+
+#[test]
 fn help_texts_match_redis() {
     compare(&[
         &["OBJECT", "HELP"],

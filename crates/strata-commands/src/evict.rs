@@ -17,12 +17,15 @@
 //! Reading jemalloc's `stats.allocated` means advancing its statistics epoch, which
 //! merges every arena's counters: too slow per command. The [`Gauge`] reads it (less
 //! what eviction cannot free, [`Server::memory_for_eviction`]) at most once per
-//! [`REFRESH_MS`] and in between subtracts an estimate of what evictions
-//! freed since (each evicted entry's [`strata_keyspace::Entry::memory_usage`]). Memory
-//! allocated since the last reading is seen at the next one, so under a sustained
-//! write load the process may exceed the limit by what one refresh period's writes
-//! allocate; the next command evicts it back. With `maxmemory 0` none of this runs:
-//! the cost is one relaxed atomic load per command.
+//! [`REFRESH_MS`]. In between it follows what the threads running commands allocate
+//! and free by their own counters ([`Server::thread_allocated`], two loads from
+//! jemalloc's per-thread totals): each command adds its thread's change since its
+//! last one, so a sustained write load cannot outrun the limit between readings.
+//! Without such counters it subtracts an estimate of what evictions freed (each
+//! evicted entry's [`strata_keyspace::Entry::memory_usage`]) and sees what writes
+//! allocated only at the next reading. What other threads (lazy freeing, the cron)
+//! allocate or free is seen at the next reading. With `maxmemory 0` none of this
+//! runs: the cost is one relaxed atomic load per command.
 //!
 //! # Invariants
 //!
@@ -35,7 +38,8 @@
 //!   ahead meanwhile (`Evict::Running`), as Redis runs commands while an eviction
 //!   is still under way.
 
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -131,14 +135,28 @@ pub struct Gauge {
     /// The last figure read, and when (Unix milliseconds).
     used: AtomicU64,
     at_ms: AtomicU64,
-    /// Bytes evictions freed since, by estimate.
+    /// Bytes evictions freed since, by estimate (when threads are not counted).
     freed: AtomicU64,
+    /// Net bytes the threads running commands allocated since the last figure.
+    grown: AtomicI64,
+    /// Counts figures, so that a thread's count from before the last one is not used.
+    generation: AtomicU64,
+    /// Whether threads' own counters are followed (then `freed` is not needed).
+    counting: AtomicBool,
+}
+
+thread_local! {
+    /// This thread's allocator count when it last reported, and the figure's
+    /// generation then.
+    static LAST_COUNT: Cell<(u64, u64)> = const { Cell::new((u64::MAX, 0)) };
 }
 
 impl Gauge {
     /// The memory in use: a new figure from `read` if the last one is older than
-    /// [`REFRESH_MS`], else the last one less what evictions freed since.
-    pub fn used(&self, now_ms: u64, read: impl FnOnce() -> u64) -> u64 {
+    /// [`REFRESH_MS`], else the last one plus what the threads running commands
+    /// allocated since (`thread_count` is this thread's net count of allocated
+    /// bytes, when the allocator keeps one), or less what evictions freed.
+    pub fn used(&self, now_ms: u64, read: impl FnOnce() -> u64, thread_count: Option<u64>) -> u64 {
         let at = self.at_ms.load(Ordering::Relaxed);
         if now_ms.wrapping_sub(at) >= REFRESH_MS
             && self
@@ -148,23 +166,50 @@ impl Gauge {
         {
             self.set(read());
         }
+        if let Some(count) = thread_count {
+            if !self.counting.load(Ordering::Relaxed) {
+                self.counting.store(true, Ordering::Relaxed);
+            }
+            // Counted from this thread's last report, if it was since the figure.
+            let generation = self.generation.load(Ordering::Acquire);
+            let (seen_in, seen) = LAST_COUNT.get();
+            if seen_in == generation {
+                let delta = count.wrapping_sub(seen) as i64;
+                if delta != 0 {
+                    self.grown.fetch_add(delta, Ordering::Relaxed);
+                }
+            }
+            LAST_COUNT.set((generation, count));
+        }
         self.estimate()
     }
 
     /// Takes a new figure.
     pub fn set(&self, v: u64) {
+        // Generations are unique across gauges, as the threads' reports are shared.
+        static GENERATIONS: AtomicU64 = AtomicU64::new(1);
         self.used.store(v, Ordering::Relaxed);
         self.freed.store(0, Ordering::Relaxed);
+        self.grown.store(0, Ordering::Relaxed);
+        self.generation.store(
+            GENERATIONS.fetch_add(1, Ordering::Relaxed),
+            Ordering::Release,
+        );
     }
 
     fn estimate(&self) -> u64 {
+        let grown = self.grown.load(Ordering::Relaxed);
         self.used
             .load(Ordering::Relaxed)
+            .saturating_add_signed(grown)
             .saturating_sub(self.freed.load(Ordering::Relaxed))
     }
 
+    /// Counts what an eviction freed, unless the evicting thread's own counter does.
     fn freed(&self, bytes: u64) {
-        self.freed.fetch_add(bytes, Ordering::Relaxed);
+        if !self.counting.load(Ordering::Relaxed) {
+            self.freed.fetch_add(bytes, Ordering::Relaxed);
+        }
     }
 }
 
@@ -261,7 +306,13 @@ pub fn perform_evictions(server: &dyn Server, ks: &Keyspace, now_ms: u64) -> Evi
         return Evict::Ok;
     };
     let max = ev.maxmemory();
-    if max == 0 || ev.gauge.used(now_ms, || server.memory_for_eviction()) <= max {
+    let thread_count = server.thread_allocated();
+    if max == 0
+        || ev
+            .gauge
+            .used(now_ms, || server.memory_for_eviction(), thread_count)
+            <= max
+    {
         return Evict::Ok;
     }
     let setting = ev.policy();
@@ -620,11 +671,36 @@ mod tests {
             1000
         }
         let g = Gauge::default();
-        assert_eq!(g.used(10_000, read), 1000);
+        assert_eq!(g.used(10_000, read, None), 1000);
         g.freed(300);
-        assert_eq!(g.used(10_000, read), 700);
+        assert_eq!(g.used(10_000, read, None), 700);
         assert_eq!(READS.load(Ordering::Relaxed), 1);
-        assert_eq!(g.used(10_000 + REFRESH_MS, read), 1000);
+        assert_eq!(g.used(10_000 + REFRESH_MS, read, None), 1000);
         assert_eq!(READS.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn gauge_follows_the_threads_counts_between_readings() {
+        let g = Gauge::default();
+        let read = || 1000;
+        // The first report of a thread after a reading sets its baseline.
+        assert_eq!(g.used(10_000, read, Some(50_000)), 1000);
+        assert_eq!(g.used(10_000, read, Some(50_400)), 1400);
+        // Frees count down; an eviction's own estimate is then not subtracted too.
+        g.freed(300);
+        assert_eq!(g.used(10_001, read, Some(50_100)), 1100);
+        // Another thread's counts add up with this one's.
+        let other = std::thread::scope(|s| {
+            s.spawn(|| {
+                g.used(10_001, read, Some(7));
+                g.used(10_002, read, Some(207))
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(other, 1300);
+        // A new reading starts over: earlier counts are in it.
+        assert_eq!(g.used(10_000 + REFRESH_MS, || 5000, Some(50_100)), 5000);
+        assert_eq!(g.used(10_000 + REFRESH_MS, read, Some(50_150)), 5050);
     }
 }

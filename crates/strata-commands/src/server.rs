@@ -179,6 +179,13 @@ pub trait Server: Send + Sync {
         0
     }
 
+    /// Net bytes the calling thread has allocated (allocated less freed, wrapping),
+    /// if the allocator counts per thread cheaply: eviction follows memory between
+    /// its readings of [`Server::memory_for_eviction`] with it.
+    fn thread_allocated(&self) -> Option<u64> {
+        None
+    }
+
     /// `maxmemory-policy tiered`: makes what the log has buffered reach the operating
     /// system, so that values about to leave memory can be read back whatever
     /// happens to this process; false if values cannot leave memory now (no log, or

@@ -17,6 +17,22 @@ pub fn allocated() -> u64 {
     tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
 }
 
+thread_local! {
+    /// jemalloc's totals of what this thread allocated and freed (read once per thread).
+    static THREAD_COUNTS: Option<(
+        tikv_jemalloc_ctl::thread::ThreadLocal<u64>,
+        tikv_jemalloc_ctl::thread::ThreadLocal<u64>,
+    )> = tikv_jemalloc_ctl::thread::allocatedp::read()
+        .ok()
+        .zip(tikv_jemalloc_ctl::thread::deallocatedp::read().ok());
+}
+
+/// Bytes this thread has allocated less those it has freed (wrapping), from
+/// jemalloc's per-thread totals: two loads. `None` if the allocator cannot say.
+pub fn thread_allocated() -> Option<u64> {
+    THREAD_COUNTS.with(|c| c.map(|(a, d)| a.get().wrapping_sub(d.get())))
+}
+
 /// Turns jemalloc's background threads on or off (`jemalloc-bg-thread`): with them,
 /// memory freed and left unused is returned to the operating system after jemalloc's
 /// decay time even when the server is idle; without them only when a thread of the

@@ -495,6 +495,10 @@ impl Server for ServerState {
         crate::memory::allocated().saturating_sub(crate::memory::not_counted_for_evict(self))
     }
 
+    fn thread_allocated(&self) -> Option<u64> {
+        crate::memory::thread_allocated()
+    }
+
     fn pause_clients(&self, until_ms: u64, writes_only: bool) {
         self.pause.pause(until_ms, writes_only, unix_ms());
     }

@@ -111,15 +111,15 @@ fn decay(field: u32, now_ms: u64, decay_minutes: u32) -> u8 {
     if decay_minutes == 0 {
         return counter;
     }
-    // Whole minutes of the clock between the access and now.
-    let then = field >> 8;
-    let now = seconds(now_ms);
-    let elapsed = if now >= then {
-        now / 60 - then / 60
-    } else {
-        (now + (1 << 24)) / 60 - then / 60
-    };
-    let periods = elapsed / decay_minutes;
+    // Whole minutes of the clock between the access and now. The field keeps the
+    // access's second modulo 2^24, which is not a multiple of a minute: the
+    // access's full time is rebuilt from now, so that minutes start where the
+    // clock's (and Redis's) do.
+    let now_s = now_ms / 1000;
+    let since = u64::from(seconds(now_ms).wrapping_sub(field >> 8) & SECONDS_MASK);
+    let then_s = now_s.saturating_sub(since);
+    let elapsed = now_s / 60 - then_s / 60;
+    let periods = elapsed.min(u64::from(u32::MAX)) as u32 / decay_minutes;
     counter.saturating_sub(periods.min(255) as u8)
 }
 
@@ -205,6 +205,14 @@ mod tests {
         let late = (SECONDS_MASK << 8) | 20;
         assert_eq!(decay(late, 2 * minute, 1), 18);
         assert_eq!(lfu_idle_seconds(field, 11 * minute), 30);
+        // Minutes are the clock's, not those of the field's wrapped seconds: an access
+        // at hh:mm:59 has decayed by one period a second later, not before.
+        let at = 1_796_054_759u64;
+        let field = (((at as u32) & SECONDS_MASK) << 8) | 20;
+        assert_eq!(decay(field, (at + 1) * 1000, 1), 19);
+        let field = ((((at + 1) as u32) & SECONDS_MASK) << 8) | 20;
+        assert_eq!(decay(field, (at + 60) * 1000 + 999, 1), 20);
+        assert_eq!(decay(field, (at + 61) * 1000, 1), 19);
     }
 
     #[test]

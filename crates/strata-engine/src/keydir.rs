@@ -124,11 +124,11 @@ impl Packed {
 
     fn slot(&self) -> Slot {
         match self {
-            Packed::Value { .. } => Slot::Value(self.single().unwrap_or(Location {
-                segment: SegmentId(0),
-                offset: 0,
-                len: 0,
-            })),
+            Packed::Value {
+                segment,
+                offset,
+                len,
+            } => Slot::Value(unpacked(*segment, *offset, *len)),
             Packed::Merged(chain) => match (chain.base, chain.operands.is_empty()) {
                 (Some(base), true) => Slot::Value(base),
                 _ => Slot::Merged(chain.clone()),
@@ -151,13 +151,17 @@ impl Packed {
                 segment,
                 offset,
                 len,
-            } => Some(Location {
-                segment: SegmentId(*segment),
-                offset: *offset,
-                len: len.get(),
-            }),
+            } => Some(unpacked(*segment, *offset, *len)),
             Packed::Merged(_) => None,
         }
+    }
+}
+
+fn unpacked(segment: u64, offset: u32, len: NonZeroU32) -> Location {
+    Location {
+        segment: SegmentId(segment),
+        offset,
+        len: len.get(),
     }
 }
 

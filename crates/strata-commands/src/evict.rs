@@ -306,13 +306,11 @@ pub fn perform_evictions(server: &dyn Server, ks: &Keyspace, now_ms: u64) -> Evi
         return Evict::Ok;
     };
     let max = ev.maxmemory();
-    let thread_count = server.thread_allocated();
-    if max == 0
-        || ev
-            .gauge
-            .used(now_ms, || server.memory_for_eviction(), thread_count)
-            <= max
-    {
+    if max == 0 {
+        return Evict::Ok;
+    }
+    let read = || server.memory_for_eviction();
+    if ev.gauge.used(now_ms, read, server.thread_allocated()) <= max {
         return Evict::Ok;
     }
     let setting = ev.policy();

@@ -8,6 +8,35 @@ pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
     strata_keyspace::value::parse_canonical_i64(arg).ok_or(CmdError::NotInteger)
 }
 
+/// C's `strtol` in base 10 on the start of `s`: white space, an optional sign, then
+/// every digit that follows, saturating out of `long`'s range. The value and what
+/// follows the digits; `None` when no digit comes (C's 0 with nothing consumed).
+pub fn c_strtol(s: &[u8]) -> Option<(i64, &[u8])> {
+    let start = s
+        .iter()
+        .position(|&b| !matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+        .unwrap_or(s.len());
+    let (negative, rest) = match &s[start..] {
+        [b'-', tail @ ..] => (true, tail),
+        [b'+', tail @ ..] => (false, tail),
+        rest => (false, rest),
+    };
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let (number, after) = rest.split_at(digits);
+    let value = number.iter().fold(0i64, |value, &d| {
+        let d = i64::from(d - b'0');
+        if negative {
+            value.saturating_mul(10).saturating_sub(d)
+        } else {
+            value.saturating_mul(10).saturating_add(d)
+        }
+    });
+    Some((value, after))
+}
+
 /// Parses an integer that must fit C's `int`, as Redis's `getIntFromObjectOrReply`
 /// does, with its texts for each failure.
 pub fn int32(arg: &[u8]) -> Result<i32, CmdError> {
@@ -87,6 +116,24 @@ pub fn is(arg: &[u8], name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c_strtol_reads_a_prefix() {
+        assert_eq!(c_strtol(b"1e3"), Some((1, &b"e3"[..])));
+        assert_eq!(c_strtol(b" \t+12x"), Some((12, &b"x"[..])));
+        assert_eq!(c_strtol(b"-007"), Some((-7, &b""[..])));
+        assert_eq!(
+            c_strtol(b"99999999999999999999"),
+            Some((i64::MAX, &b""[..]))
+        );
+        assert_eq!(
+            c_strtol(b"-99999999999999999999"),
+            Some((i64::MIN, &b""[..]))
+        );
+        assert_eq!(c_strtol(b"x1"), None);
+        assert_eq!(c_strtol(b"-"), None);
+        assert_eq!(c_strtol(b""), None);
+    }
 
     #[test]
     fn integers() {

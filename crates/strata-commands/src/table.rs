@@ -381,37 +381,9 @@ fn numkeys_fallback(cmd: &Command, argv: &[&[u8]]) -> Vec<usize> {
     keys
 }
 
-/// C's `atoi` as glibc has it: leading white space, a sign, digits up to the first
-/// other byte; out of `long` range it saturates, and the result is truncated to
-/// `int`.
+/// C's `atoi` as glibc has it: `strtol`, truncated to `int`.
 fn c_atoi(s: &[u8]) -> i32 {
-    let mut rest = s;
-    while let [b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r', tail @ ..] = rest {
-        rest = tail;
-    }
-    let negative = matches!(rest.first(), Some(b'-'));
-    if let [b'-' | b'+', tail @ ..] = rest {
-        rest = tail;
-    }
-    let mut value: i64 = 0;
-    for &c in rest.iter().take_while(|c| c.is_ascii_digit()) {
-        let digit = i64::from(c - b'0');
-        let next = value.checked_mul(10).and_then(|v| {
-            if negative {
-                v.checked_sub(digit)
-            } else {
-                v.checked_add(digit)
-            }
-        });
-        match next {
-            Some(v) => value = v,
-            None => {
-                value = if negative { i64::MIN } else { i64::MAX };
-                break;
-            }
-        }
-    }
-    value as i32
+    crate::parse::c_strtol(s).map_or(0, |(value, _)| value as i32)
 }
 
 fn spec_keys(spec: &KeySpec, argv: &[&[u8]], keys: &mut Vec<usize>) -> Result<(), InvalidSpec> {

@@ -157,30 +157,10 @@ pub(crate) fn parse_integer(s: &[u8]) -> Option<i64> {
 /// is at the terminator). This is how Redis reads `save` and the seconds of
 /// `client-output-buffer-limit`.
 pub(crate) fn parse_c_long(s: &[u8]) -> Option<i64> {
-    let start = s.iter().position(|&b| !is_space(b)).unwrap_or(s.len());
-    let rest = &s[start..];
-    let (negative, rest) = match rest {
-        [b'-', tail @ ..] => (true, tail),
-        [b'+', tail @ ..] => (false, tail),
-        _ => (false, rest),
-    };
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 {
-        return s.is_empty().then_some(0);
+    match strata_commands::parse::c_strtol(s) {
+        Some((value, rest)) => rest.is_empty().then_some(value),
+        None => s.is_empty().then_some(0),
     }
-    if digits != rest.len() {
-        return None;
-    }
-    let mut value: i64 = 0;
-    for &d in rest {
-        let d = i64::from(d - b'0');
-        value = if negative {
-            value.saturating_mul(10).saturating_sub(d)
-        } else {
-            value.saturating_mul(10).saturating_add(d)
-        };
-    }
-    Some(value)
 }
 
 /// Parses a memory size as Redis's `memtoull`: decimal digits followed by an optional

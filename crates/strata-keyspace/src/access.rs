@@ -118,8 +118,7 @@ fn decay(field: u32, now_ms: u64, decay_minutes: u32) -> u8 {
     let now_s = now_ms / 1000;
     let since = u64::from(seconds(now_ms).wrapping_sub(field >> 8) & SECONDS_MASK);
     let then_s = now_s.saturating_sub(since);
-    let elapsed = now_s / 60 - then_s / 60;
-    let periods = elapsed.min(u64::from(u32::MAX)) as u32 / decay_minutes;
+    let periods = (now_s / 60 - then_s / 60) / u64::from(decay_minutes);
     counter.saturating_sub(periods.min(255) as u8)
 }
 

@@ -176,7 +176,7 @@ async fn run(
                     let refs: SmallVec<[&[u8]; 8]> = argv.iter().map(Vec::as_slice).collect();
                     conn.refetched = true;
                     let started = Instant::now();
-                    let now = unix_ms();
+                    let now = clock.unix_ms_at(started);
                     let next =
                         run_request(state, conn, &mut out, &mut durable, &refs, now, started);
                     drop(refs);

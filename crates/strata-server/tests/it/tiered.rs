@@ -96,6 +96,26 @@ fn values_not_in_the_page_cache_are_read_off_the_event_loop() {
     fill(&mut c, n, size);
     assert_eq!(c.cmd(&["SAVE"]), Value::Simple(b"OK".to_vec()));
     let data = dir.path().join("appendonlydir");
+    // The store builds the hint file of a sealed segment in the background by reading
+    // the segment back, which would bring its pages back into the cache: wait for
+    // every sealed segment's hint first.
+    let hinted = || {
+        let names: Vec<String> = std::fs::read_dir(&data)
+            .expect("data directory")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        let mut segments: Vec<&String> = names.iter().filter(|n| n.ends_with(".seg")).collect();
+        segments.sort();
+        segments.pop();
+        segments
+            .iter()
+            .all(|s| names.contains(&s.replace(".seg", ".hint")))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !hinted() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(hinted(), "sealed segments still without hints");
     let mut dropped = false;
     for entry in std::fs::read_dir(&data).expect("data directory") {
         let file = std::fs::File::open(entry.expect("entry").path()).expect("open");

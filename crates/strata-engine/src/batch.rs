@@ -109,6 +109,11 @@ impl WriteBatch {
     }
 
     /// Number of operations.
+    /// The key of the `i`th operation.
+    pub fn key(&self, i: usize) -> Option<&[u8]> {
+        self.ops.get(i).map(|op| &op.key[..])
+    }
+
     pub fn len(&self) -> usize {
         self.ops.len()
     }

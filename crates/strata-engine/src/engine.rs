@@ -109,6 +109,19 @@ struct Op<'a> {
     meta: WriteMeta,
 }
 
+fn batch_ops(batch: &WriteBatch) -> Vec<Op<'_>> {
+    batch
+        .ops
+        .iter()
+        .map(|op| Op {
+            kind: op.kind,
+            key: &op.key,
+            value: &op.value,
+            meta: op.meta,
+        })
+        .collect()
+}
+
 /// The expiry stored for a write: 0 ("never" on disk) when none is given or when the
 /// caller asks for none ([`WriteMeta::without_expiry`]).
 fn expiry(meta: Option<u64>) -> u64 {
@@ -172,12 +185,15 @@ impl Engine {
 
     /// Stores `value` under `key` with an explicit version and/or expiry.
     pub fn put_with(&self, key: &[u8], value: &[u8], meta: WriteMeta) -> Result<u64> {
-        self.inner.write_ops(&[Op {
-            kind: Kind::Put,
-            key,
-            value,
-            meta,
-        }])
+        self.inner.write_ops(
+            &[Op {
+                kind: Kind::Put,
+                key,
+                value,
+                meta,
+            }],
+            None,
+        )
     }
 
     /// Appends a merge operand to `key`; returns the version assigned.
@@ -191,12 +207,15 @@ impl Engine {
     ///
     /// Without an expiry the key keeps its current one.
     pub fn merge_with(&self, key: &[u8], operand: &[u8], meta: WriteMeta) -> Result<u64> {
-        self.inner.write_ops(&[Op {
-            kind: Kind::Merge,
-            key,
-            value: operand,
-            meta,
-        }])
+        self.inner.write_ops(
+            &[Op {
+                kind: Kind::Merge,
+                key,
+                value: operand,
+                meta,
+            }],
+            None,
+        )
     }
 
     /// Deletes `key`; returns whether it had a live value.
@@ -231,17 +250,21 @@ impl Engine {
 
     /// Applies every operation of `batch`, all or nothing, also across crashes.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
-        let ops: Vec<Op<'_>> = batch
-            .ops
-            .iter()
-            .map(|op| Op {
-                kind: op.kind,
-                key: &op.key,
-                value: &op.value,
-                meta: op.meta,
-            })
-            .collect();
-        self.inner.write_ops(&ops).map(|_| ())
+        self.inner.write_ops(&batch_ops(batch), None).map(|_| ())
+    }
+
+    /// [`Engine::write`], also giving where each operation's record went, in the
+    /// batch's order (a delete's tombstone too), in `locations` (cleared first).
+    ///
+    /// For the caller that keeps the locations of some keys itself (see
+    /// [`Index::is_external`]): the records of those keys are appended as given,
+    /// and the caller applies their locations, in the order of its writes to each
+    /// key.
+    pub fn write_located(&self, batch: &WriteBatch, locations: &mut Vec<Location>) -> Result<()> {
+        locations.clear();
+        self.inner
+            .write_ops(&batch_ops(batch), Some(locations))
+            .map(|_| ())
     }
 
     /// The value of `key`, or `None` if it has none or has expired.
@@ -267,6 +290,14 @@ impl Engine {
     /// hand the read to another thread when it would.
     pub fn get_value_cached(&self, key: &[u8]) -> Result<Option<Value>> {
         self.inner.get_value(key, true, true)
+    }
+
+    /// Reads the value made of the records `entry` names (found by the caller in
+    /// its own index, see [`Index::is_external`]), whatever its expiry. With
+    /// `cached`, fails as [`Engine::get_value_cached`] does unless no wait for the
+    /// device is needed.
+    pub fn read_entry(&self, key: &[u8], entry: &KeyEntry, cached: bool) -> Result<Vec<u8>> {
+        self.inner.materialize(key, entry, cached)
     }
 
     /// True if `key` has a live value. Reads only the index.
@@ -438,9 +469,17 @@ impl Engine {
         compaction::run(&self.inner)
     }
 
+    /// Waits for a running compaction to finish and keeps any other from starting
+    /// until the guard drops: for a caller changing its own index (see
+    /// [`Index::is_external`]) under compaction's feet.
+    pub fn hold_compaction(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.inner.compaction_lock.lock()
+    }
+
     /// The engine's counters.
     pub fn stats(&self) -> Stats {
         let inner = &*self.inner;
+        inner.drain_freed();
         let total = inner.log.total_bytes();
         let live = u64::try_from(inner.live_bytes.load(Ordering::Relaxed)).unwrap_or(0);
         Stats {
@@ -521,6 +560,7 @@ fn compactor(inner: &Inner, trigger: CompactionTrigger) {
 
 impl Inner {
     fn should_compact(&self, trigger: &CompactionTrigger) -> bool {
+        self.drain_freed();
         if self.log.poisoned().is_some() {
             return false;
         }
@@ -541,15 +581,44 @@ impl Inner {
         }
     }
 
-    /// Writes `ops` as one unit; returns the version of the last record.
-    fn write_ops(&self, ops: &[Op<'_>]) -> Result<u64> {
+    /// Writes `ops` as one unit; returns the version of the last record. With
+    /// `located`, the location of each op's record is pushed there.
+    fn write_ops(&self, ops: &[Op<'_>], located: Option<&mut Vec<Location>>) -> Result<u64> {
         self.log.append_planned(
             |out| self.plan(ops, out),
             |entries, locations| {
                 self.apply(entries, locations);
+                if let Some(located) = located {
+                    // A merge onto an expired key is preceded by a tombstone the
+                    // caller did not ask for: skip those (external keys have none).
+                    let mut ops = ops.iter().peekable();
+                    for (entry, location) in entries.iter().zip(locations) {
+                        let asked = ops.peek().is_some_and(|op| {
+                            let kind = if op.kind == Kind::Batch {
+                                Kind::Delete
+                            } else {
+                                op.kind
+                            };
+                            op.key == entry.key && kind == entry.kind
+                        });
+                        if asked {
+                            ops.next();
+                            located.push(*location);
+                        }
+                    }
+                }
                 entries.last().map_or(0, |e| e.version)
             },
         )
+    }
+
+    /// Takes into account the record bytes the caller's own index made dead.
+    fn drain_freed(&self) {
+        let freed = self.index.take_freed();
+        if freed > 0 {
+            self.live_bytes
+                .fetch_sub(i64::try_from(freed).unwrap_or(i64::MAX), Ordering::Relaxed);
+        }
     }
 
     /// Chooses the records for `ops`. Runs under the log's writer lock.
@@ -566,6 +635,7 @@ impl Inner {
                     // The key's expiry as of this operation (`None`: no value).
                     let current = match touched.get(op.key) {
                         Some(state) => *state,
+                        None if self.index.is_external(op.key) => None,
                         None => self.index.expires_at(op.key),
                     };
                     let current = match current {
@@ -627,7 +697,11 @@ impl Inner {
                 },
                 Kind::Delete | Kind::Batch => Change::Delete,
             };
-            let freed = self.index.apply(entry.key, change).unwrap_or(0);
+            let freed = if self.index.is_external(entry.key) {
+                0
+            } else {
+                self.index.apply(entry.key, change).unwrap_or(0)
+            };
             if entry.kind != Kind::Delete {
                 delta += i64::from(location.len);
             }

@@ -179,6 +179,23 @@ pub trait Index: Send + Sync + fmt::Debug {
     /// (`None` if the key had no entry).
     fn apply(&self, key: &[u8], change: Change) -> Option<u64>;
 
+    /// Whether the caller keeps the locations of `key`'s records itself: the
+    /// engine then never calls [`Index::apply`] for it (the caller applies what
+    /// [`Engine::write_located`](crate::Engine::write_located) returns), and a
+    /// merge operand for it gets exactly the expiry its write gives, without the
+    /// engine looking at the key's current one. The other methods still answer
+    /// for such keys, from wherever the caller keeps them.
+    fn is_external(&self, key: &[u8]) -> bool {
+        let _ = key;
+        false
+    }
+
+    /// Record bytes made dead, since the last call, by changes the caller applied
+    /// itself (see [`Index::is_external`]); 0 if it applies none.
+    fn take_freed(&self) -> u64 {
+        0
+    }
+
     /// If the key's records still begin with `prefix`, replaces that prefix by
     /// the single full value at `replacement`; returns the bytes freed.
     fn replace_prefix(&self, key: &[u8], prefix: &[Location], replacement: Location)

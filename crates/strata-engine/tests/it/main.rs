@@ -8,6 +8,7 @@ mod compaction;
 mod concurrency;
 mod corruption;
 mod crash;
+mod external;
 mod faults;
 mod kill9;
 mod model;

@@ -1,0 +1,205 @@
+//! Keys whose locations the caller keeps itself ([`Index::is_external`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use strata_engine::index::{Chain, Change, ScanChunk, Slot};
+use strata_engine::{
+    AppendOperator, Engine, Index, KeyEntry, Keydir, Location, Options, WriteBatch, WriteMeta,
+};
+
+use crate::common::disk_options;
+
+/// Keys starting with `ext:` are the caller's: a map it updates from
+/// `write_located`, as a program keeping its own index would.
+#[derive(Debug, Default)]
+struct Split {
+    keydir: Keydir,
+    external: Mutex<HashMap<Vec<u8>, Vec<Location>>>,
+    freed: AtomicU64,
+}
+
+fn is_ext(key: &[u8]) -> bool {
+    key.starts_with(b"ext:")
+}
+
+fn entry_of(locations: &[Location]) -> KeyEntry {
+    let slot = match locations {
+        [one] => Slot::Value(*one),
+        [base, operands @ ..] => Slot::Merged(Box::new(Chain {
+            base: Some(*base),
+            operands: operands.to_vec(),
+        })),
+        [] => unreachable!("no empty lists"),
+    };
+    KeyEntry {
+        version: 0,
+        expires_at: 0,
+        slot,
+    }
+}
+
+impl Index for Split {
+    fn get(&self, key: &[u8]) -> Option<KeyEntry> {
+        if is_ext(key) {
+            return self.external.lock().get(key).map(|l| entry_of(l));
+        }
+        self.keydir.get(key)
+    }
+    fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
+        assert!(!is_ext(key), "the engine applied an external key's change");
+        self.keydir.apply(key, change)
+    }
+    fn is_external(&self, key: &[u8]) -> bool {
+        is_ext(key)
+    }
+    fn take_freed(&self) -> u64 {
+        self.freed.swap(0, Ordering::Relaxed)
+    }
+    fn replace_prefix(
+        &self,
+        key: &[u8],
+        prefix: &[Location],
+        replacement: Location,
+    ) -> Option<u64> {
+        if !is_ext(key) {
+            return self.keydir.replace_prefix(key, prefix, replacement);
+        }
+        let mut map = self.external.lock();
+        let list = map.get_mut(key)?;
+        if !list.starts_with(prefix) {
+            return None;
+        }
+        let freed = prefix.iter().map(|l| u64::from(l.len)).sum();
+        list.splice(..prefix.len(), [replacement]);
+        Some(freed)
+    }
+    fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64> {
+        self.keydir.remove_if(key, expected)
+    }
+    fn len(&self) -> u64 {
+        self.keydir.len() + self.external.lock().len() as u64
+    }
+    fn scan(&self, token: &[u8]) -> ScanChunk {
+        self.keydir.scan(token)
+    }
+}
+
+#[test]
+fn external_keys_get_their_locations_back_and_survive_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let options: Options = disk_options().with_merge_operator(Arc::new(AppendOperator));
+    let index = Arc::new(Split::default());
+    #[derive(Debug)]
+    struct Handle(Arc<Split>);
+    impl Index for Handle {
+        fn get(&self, key: &[u8]) -> Option<KeyEntry> {
+            self.0.get(key)
+        }
+        fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
+            self.0.apply(key, change)
+        }
+        fn is_external(&self, key: &[u8]) -> bool {
+            self.0.is_external(key)
+        }
+        fn take_freed(&self) -> u64 {
+            self.0.take_freed()
+        }
+        fn replace_prefix(&self, k: &[u8], p: &[Location], r: Location) -> Option<u64> {
+            self.0.replace_prefix(k, p, r)
+        }
+        fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64> {
+            self.0.remove_if(key, expected)
+        }
+        fn len(&self) -> u64 {
+            self.0.len()
+        }
+        fn scan(&self, token: &[u8]) -> ScanChunk {
+            self.0.scan(token)
+        }
+    }
+    let engine =
+        Engine::open_with_index(dir.path(), options, Box::new(Handle(index.clone()))).unwrap();
+    let apply = |batch: &WriteBatch, locations: &[Location], kinds: &[&str]| {
+        let mut map = index.external.lock();
+        for (i, kind) in kinds.iter().enumerate() {
+            let key = batch.key(i).unwrap();
+            if !is_ext(key) {
+                continue;
+            }
+            match *kind {
+                "put" => {
+                    if let Some(old) = map.insert(key.to_vec(), vec![locations[i]]) {
+                        let bytes: u64 = old.iter().map(|l| u64::from(l.len)).sum();
+                        index.freed.fetch_add(bytes, Ordering::Relaxed);
+                    }
+                }
+                "merge" => map.entry(key.to_vec()).or_default().push(locations[i]),
+                _ => {
+                    if let Some(old) = map.remove(key) {
+                        let bytes: u64 = old.iter().map(|l| u64::from(l.len)).sum();
+                        index.freed.fetch_add(bytes, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    };
+
+    // Expired values under an external key and a plain one. A merge onto the
+    // plain one follows a tombstone the engine adds; onto the external one, none:
+    // the caller decides. Either way one location comes back per operation.
+    let mut batch = WriteBatch::new();
+    batch
+        .put_with(b"ext:b", b"old", WriteMeta::new().with_expiry(1))
+        .put_with(b"plainb", b"old", WriteMeta::new().with_expiry(1));
+    let mut locations = Vec::new();
+    engine.write_located(&batch, &mut locations).unwrap();
+    apply(&batch, &locations, &["put", "put"]);
+    let mut batch = WriteBatch::new();
+    batch
+        .merge_with(b"ext:b", b"!", WriteMeta::new().with_expiry(0))
+        .merge_with(b"plainb", b"!", WriteMeta::new().with_expiry(0))
+        .put(b"ext:a", b"hello")
+        .merge_with(b"ext:a", b", world", WriteMeta::new().with_expiry(0))
+        .put(b"plain", b"p")
+        .put(b"ext:gone", b"x")
+        .delete(b"ext:gone");
+    engine.write_located(&batch, &mut locations).unwrap();
+    assert_eq!(locations.len(), batch.len());
+    apply(
+        &batch,
+        &locations,
+        &["merge", "merge", "put", "merge", "put", "put", "delete"],
+    );
+    assert_eq!(engine.get(b"plainb").unwrap().as_deref(), Some(&b"!"[..]));
+    let entry = index.get(b"ext:b").unwrap();
+    assert_eq!(engine.read_entry(b"ext:b", &entry, false).unwrap(), b"old!");
+    assert!(index.keydir.get(b"ext:a").is_none());
+    assert!(index.keydir.get(b"plain").is_some());
+    let entry = index.get(b"ext:a").unwrap();
+    assert_eq!(
+        engine.read_entry(b"ext:a", &entry, false).unwrap(),
+        b"hello, world"
+    );
+    assert_eq!(engine.get(b"plain").unwrap().as_deref(), Some(&b"p"[..]));
+    let dead_before = engine.stats().dead_bytes;
+    assert!(dead_before > 0, "the caller's freed bytes count as dead");
+
+    // Compaction asks the caller's index which records are live and moves them.
+    let report = engine.compact().unwrap();
+    assert_eq!(
+        report.keys_kept, 4,
+        "ext:a and ext:b folded, plain and plainb"
+    );
+    let moved = index.external.lock().get(&b"ext:a"[..]).cloned().unwrap();
+    assert_eq!(moved.len(), 1, "the chain became one record");
+    assert_ne!(Some(moved[0]), entry.first_location());
+    let entry = index.get(b"ext:a").unwrap();
+    assert_eq!(
+        engine.read_entry(b"ext:a", &entry, true).unwrap(),
+        b"hello, world"
+    );
+    assert!(engine.stats().dead_bytes < dead_before);
+}

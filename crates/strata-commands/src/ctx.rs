@@ -467,9 +467,41 @@ impl<'a> Keys<'a> {
                 .map(|(_, _, op)| op.clone())
                 .collect();
             explicit.retain(|(d, k, _)| !(*d == db_index && *k == key));
+            // Only the key's first record in this batch can follow records of an
+            // old value the store still holds.
+            let first = !self
+                .records
+                .iter()
+                .any(|r| r.db == db_index && r.key == key);
             let (_, db) = self.other_db_for(db_index, &key);
-            let records = crate::effects::record_for(db_index, db, &key, now, rule, argv, &ops);
+            let records =
+                crate::effects::record_for(db_index, db, &key, now, rule, argv, &ops, first);
             self.records.extend(records);
+        }
+    }
+
+    /// After the store appended `records`: lists in each key's database where the
+    /// records that the store left to the keyspace went (`located`, one per record,
+    /// see [`crate::Server::log`]). Runs under the command's shard locks, so a key's
+    /// records are listed in the order they were appended.
+    pub fn apply_locations(
+        &mut self,
+        records: &[Record],
+        located: &[Option<strata_keyspace::logref::LogLoc>],
+    ) {
+        use crate::effects::RecordKind;
+        use strata_keyspace::logref::LogChange;
+        for (record, location) in records.iter().zip(located) {
+            let Some(location) = *location else {
+                continue;
+            };
+            let change = match record.kind {
+                RecordKind::Put { .. } => LogChange::Put(location),
+                RecordKind::Op { .. } => LogChange::Op(location),
+                _ => continue,
+            };
+            let (hash, db) = self.other_db_for(record.db, &record.key);
+            db.apply_log(hash, &record.key, change);
         }
     }
 

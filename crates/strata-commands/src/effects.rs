@@ -47,6 +47,12 @@ pub enum RecordKind {
     Op { op: Vec<u8>, expires_at: u64 },
     /// The key is gone.
     Delete,
+    /// The key's database lists no records of it (it is new, or its old value left
+    /// unlogged, as an expired key does): what the store may still hold of an old
+    /// value must not be built upon. Comes before the key's first operation of a
+    /// batch; the store writes a tombstone for it when it relies on the keyspace's
+    /// lists.
+    Fresh,
     /// Every key of database `db` is gone (FLUSHDB).
     FlushDb,
     /// Every key of every database is gone (FLUSHALL).
@@ -126,7 +132,13 @@ pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
 /// The record for a key changed by one command, from its state now.
 ///
 /// `explicit` are the operations the handler gave for this key (in order), `argv`
-/// the command and `rule` its table rule.
+/// the command and `rule` its table rule; `first` says whether this is the key's
+/// first record in its batch.
+///
+/// Operations on a key whose records the database does not list follow a
+/// [`RecordKind::Fresh`], so that replay never applies them to an old value the
+/// store may still hold.
+#[allow(clippy::too_many_arguments)]
 pub fn record_for(
     db_index: usize,
     db: &mut Db,
@@ -135,15 +147,59 @@ pub fn record_for(
     rule: LogRule,
     argv: &[&[u8]],
     explicit: &[Vec<Vec<u8>>],
+    first: bool,
 ) -> Vec<Record> {
+    let (mut records, listed) = record_for_key(db_index, db, key, now_ms, rule, argv, explicit);
+    if first
+        && !listed
+        && matches!(records.first(), Some(r) if matches!(r.kind, RecordKind::Op { .. }))
+    {
+        records.insert(
+            0,
+            Record {
+                db: db_index,
+                key: key.to_vec(),
+                kind: RecordKind::Fresh,
+            },
+        );
+    }
+    records
+}
+
+/// The records of a key, and whether its database lists records of it.
+fn record_for_key(
+    db_index: usize,
+    db: &mut Db,
+    key: &[u8],
+    now_ms: u64,
+    rule: LogRule,
+    argv: &[&[u8]],
+    explicit: &[Vec<Vec<u8>>],
+) -> (Vec<Record>, bool) {
     let hash = db.hash(key);
     let Some(entry) = db.peek(hash, key, now_ms) else {
-        return vec![Record {
+        let delete = Record {
             db: db_index,
             key: key.to_vec(),
             kind: RecordKind::Delete,
-        }];
+        };
+        return (vec![delete], false);
     };
+    (
+        records_of(db_index, db, entry, key, rule, argv, explicit),
+        entry.is_logged(),
+    )
+}
+
+fn records_of(
+    db_index: usize,
+    db: &Db,
+    entry: &strata_keyspace::Entry,
+    key: &[u8],
+    rule: LogRule,
+    argv: &[&[u8]],
+    explicit: &[Vec<Vec<u8>>],
+) -> Vec<Record> {
     let expires_at = db.expire_at(entry).unwrap_or(0);
     let record = |kind| Record {
         db: db_index,

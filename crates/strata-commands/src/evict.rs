@@ -626,7 +626,8 @@ fn evict_key(
     if !records.is_empty() {
         // A failed append leaves the store refusing writes until its reconcile,
         // which rewrites whatever differs from memory, this deletion included.
-        let _ = server.log(records);
+        // A deletion has no records for the keyspace to list.
+        let _ = server.log(&records, &mut Vec::new());
     }
     drop(keys);
     // `lazyfree-lazy-eviction`: a value whose freeing is real work goes to the

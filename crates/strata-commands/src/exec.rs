@@ -387,7 +387,12 @@ pub fn run(
     let logged = if records.is_empty() {
         Ok(None)
     } else {
-        server.log(records)
+        let mut located = Vec::new();
+        let logged = server.log(&records, &mut located);
+        if logged.is_ok() {
+            ctx.keys.apply_locations(&records, &located);
+        }
+        logged
     };
     drop(ctx);
     if !freed.is_empty() {

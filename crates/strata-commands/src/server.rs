@@ -144,8 +144,17 @@ pub trait Server: Send + Sync {
     /// batch. Called with the command's shard locks held, so it must not wait for
     /// the disk. Returns the sequence number a reply must wait for to be durable
     /// (`appendfsync always`), or the error text to reply with (MISCONF ...).
-    fn log(&self, records: Vec<crate::effects::Record>) -> Result<Option<u64>, String> {
+    ///
+    /// `located` is filled, one per record, with where each record went when the
+    /// keyspace is to list it ([`crate::ctx::Keys::apply_locations`]): the store then
+    /// keeps no index of those keys of its own.
+    fn log(
+        &self,
+        records: &[crate::effects::Record],
+        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+    ) -> Result<Option<u64>, String> {
         let _ = records;
+        located.clear();
         Ok(None)
     }
 
@@ -196,14 +205,17 @@ pub trait Server: Send + Sync {
 
     /// Reads the value of `key` in database `db` back from the store, blocking
     /// (see [`crate::tiered`]); `Ok(None)` if the store has no live value for it.
-    fn read_cold(&self, _db: usize, _key: &[u8]) -> Result<Option<strata_keyspace::Value>, String> {
+    fn read_cold(
+        &self,
+        _cold: &crate::tiered::ColdKey,
+    ) -> Result<Option<strata_keyspace::Value>, String> {
         Err("ERR no store to read values from".into())
     }
 
     /// [`Server::read_cold`] if it needs no wait for the device (the value is in a
     /// buffer or the operating system's cache): safe on an event-loop thread.
     /// `None` if it would wait, or on any error (the waiting read reports it).
-    fn read_cold_cached(&self, _db: usize, _key: &[u8]) -> Option<strata_keyspace::Value> {
+    fn read_cold_cached(&self, _cold: &crate::tiered::ColdKey) -> Option<strata_keyspace::Value> {
         None
     }
 

@@ -45,6 +45,9 @@ pub struct ColdKey {
     pub key: Vec<u8>,
     /// The placeholder's token ([`strata_keyspace::value::Cold::token`]).
     pub token: u32,
+    /// Where the value's records are in the store, as the key's database listed
+    /// them when the placeholder was seen.
+    pub refs: Option<strata_keyspace::logref::LogRefs>,
 }
 
 /// What INFO reports of the tiered policy at work.
@@ -95,7 +98,9 @@ pub fn cold_among(
         let Some(key) = argv.get(i) else { continue };
         let (hash, db) = keys.db_for(key);
         match db.peek(hash, key, now).map(|e| &e.value) {
-            Some(value @ Value::Cold(_)) => note(&mut cold, db_index, key, value),
+            Some(value @ Value::Cold(_)) => {
+                note(&mut cold, db_index, key, value, || db.log_refs(hash, key))
+            }
             Some(_) => hits += 1,
             None => {}
         }
@@ -120,15 +125,24 @@ pub fn cold_unlocked<'k>(
     for (db, key) in wanted {
         let hash = ks.hash(key);
         let shard = ks.lock(ks.shard_of_hash(hash));
-        if let Some(entry) = shard.db_ref(db).peek(hash, key, now_ms) {
-            note(&mut cold, db, key, &entry.value);
+        let data = shard.db_ref(db);
+        if let Some(entry) = data.peek(hash, key, now_ms) {
+            note(&mut cold, db, key, &entry.value, || {
+                data.log_refs(hash, key)
+            });
         }
     }
     cold
 }
 
 /// Adds `key` to `cold` if `value` is a placeholder and the key is not listed yet.
-fn note(cold: &mut Vec<ColdKey>, db: usize, key: &[u8], value: &Value) {
+fn note(
+    cold: &mut Vec<ColdKey>,
+    db: usize,
+    key: &[u8],
+    value: &Value,
+    refs: impl FnOnce() -> Option<strata_keyspace::logref::LogRefs>,
+) {
     if let Value::Cold(c) = value
         && !cold.iter().any(|k| k.db == db && k.key == key)
     {
@@ -136,6 +150,7 @@ fn note(cold: &mut Vec<ColdKey>, db: usize, key: &[u8], value: &Value) {
             db,
             key: key.to_vec(),
             token: c.token(),
+            refs: refs(),
         });
     }
 }
@@ -196,11 +211,11 @@ pub fn read(
     stats: Option<&TieredStats>,
     c: &ColdKey,
 ) -> Result<Value, CmdError> {
-    if let Some(value) = server.read_cold_cached(c.db, &c.key) {
+    if let Some(value) = server.read_cold_cached(c) {
         count(stats, &value);
         return Ok(value);
     }
-    match server.read_cold(c.db, &c.key) {
+    match server.read_cold(c) {
         Ok(Some(value)) => {
             count(stats, &value);
             Ok(value)
@@ -222,7 +237,7 @@ pub fn warm_cached(
     let stats = server.tiered_stats();
     let mut rest = Vec::new();
     for c in cold {
-        match server.read_cold_cached(c.db, &c.key) {
+        match server.read_cold_cached(&c) {
             Some(value) => {
                 count(stats, &value);
                 put(&c, value);

@@ -38,6 +38,7 @@ use crate::compact::CompactBytes;
 use crate::dict::{Dict, DictEntry, Pos};
 use crate::evict::Policy;
 use crate::expires::Expires;
+use crate::logref::{self, LogChange, LogIndex, LogLoc, LogRefs};
 use crate::value::{Cold, Str, Value};
 
 /// A key and what it holds.
@@ -49,6 +50,9 @@ pub struct Entry {
     lru: u32,
     /// Whether the key has a TTL (its time is in the database's [`Expires`]).
     volatile: bool,
+    /// Whether the database lists where the key's records are in the store's log
+    /// (see [`crate::logref`]).
+    logged: bool,
 }
 
 impl DictEntry for Entry {
@@ -67,6 +71,13 @@ impl Entry {
     #[inline]
     pub fn has_ttl(&self) -> bool {
         self.volatile
+    }
+
+    /// Whether the database knows where the key's records are in the store's log
+    /// ([`Db::log_refs`]).
+    #[inline]
+    pub fn is_logged(&self) -> bool {
+        self.logged
     }
 
     /// Gives the entry another key (RENAME, MOVE): it must then be inserted under it.
@@ -169,6 +180,9 @@ pub struct Db {
     dict: Dict<Box<Entry>, KeyHasher>,
     /// The expiry times of the keys with a TTL.
     expires: Expires,
+    /// Where each logged key's records are in the store's log (see [`crate::logref`]).
+    /// Boxed and made on first use: a database that lists nothing costs a pointer.
+    log_index: Option<Box<LogIndex>>,
     /// Keys removed because they expired, lazily or actively.
     pub expired: u64,
     /// WATCHed keys and their watchers (empty unless someone watches).
@@ -204,6 +218,7 @@ impl Db {
         Db {
             dict: Dict::with_hasher(hasher),
             expires: Expires::default(),
+            log_index: None,
             expired: 0,
             watches: HashMap::new(),
             event_flags: Arc::default(),
@@ -335,9 +350,14 @@ impl Db {
         }
     }
 
-    /// Forgets the TTL of an entry that has just left the table.
+    /// Forgets the TTL and the log records of an entry that has just left the table.
     #[inline]
     fn forget_when(&mut self, hash: u64, entry: &Entry) -> u64 {
+        if entry.logged
+            && let Some(index) = &mut self.log_index
+        {
+            logref::add_freed(index.remove(hash, &entry.key));
+        }
         let when = self.when(hash, entry);
         if when != 0 {
             self.expires.set(hash, &entry.key, when, 0);
@@ -419,6 +439,7 @@ impl Db {
                     value,
                     lru: access::initial(now_ms),
                     volatile: self.expires.set(hash, key, 0, when),
+                    logged: false,
                 };
                 self.dict.insert(hash, Box::new(entry));
                 self.log(KeyEvent::New, key);
@@ -444,6 +465,7 @@ impl Db {
             value: make(),
             lru: access::initial(now_ms),
             volatile: false,
+            logged: false,
         };
         self.log(KeyEvent::New, key);
         let (e, _) = self.dict.get_or_insert_with(hash, key, || Box::new(entry));
@@ -470,6 +492,7 @@ impl Db {
         let mut entry = self.dict.remove_at(pos);
         let when = self.forget_when(hash, &entry);
         entry.volatile = false;
+        entry.logged = false;
         Some((entry, (when != 0).then_some(when)))
     }
 
@@ -483,6 +506,7 @@ impl Db {
         now_ms: u64,
     ) -> Option<Value> {
         let old = self.take(hash, &entry.key, now_ms).map(|(e, _)| e.value);
+        entry.logged = false;
         entry.volatile = self
             .expires
             .set(hash, &entry.key, 0, expire_at.unwrap_or(0));
@@ -653,7 +677,8 @@ impl Db {
     /// bytes freed, or `None` if the key is gone or its value cannot go.
     pub fn make_cold(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<usize> {
         let e = self.get(hash, key, now_ms)?;
-        if !e.value.is_tierable() {
+        // Only a value whose record the database knows can be read back.
+        if !e.value.is_tierable() || !e.logged {
             return None;
         }
         let freed = e.value.heap_size();
@@ -688,6 +713,7 @@ impl Db {
     pub fn clear(&mut self) -> Detached {
         self.touch_all_existing();
         self.expires.clear();
+        self.log_index = None;
         Detached::Db(self.dict.take())
     }
 
@@ -699,6 +725,128 @@ impl Db {
         other.touch_watched_existing_in(self);
         std::mem::swap(&mut self.dict, &mut other.dict);
         std::mem::swap(&mut self.expires, &mut other.expires);
+        std::mem::swap(&mut self.log_index, &mut other.log_index);
+    }
+
+    /// Where the records of `key` are in the store's log, if the database knows
+    /// (expired or not).
+    pub fn log_refs(&self, hash: u64, key: &[u8]) -> Option<LogRefs> {
+        let entry = self.dict.get(hash, key)?;
+        if !entry.logged {
+            return None;
+        }
+        self.log_index.as_ref()?.get(hash, key)
+    }
+
+    fn log_index_mut(&mut self) -> &mut LogIndex {
+        self.log_index.get_or_insert_with(Box::default)
+    }
+
+    /// Records that the store's log holds `change` for `key`, the record the key's
+    /// last change was logged as; false if the key is absent.
+    pub fn apply_log(&mut self, hash: u64, key: &[u8], change: LogChange) -> bool {
+        let Some(entry) = self.dict.get_mut(hash, key) else {
+            return false;
+        };
+        let listed = entry.logged;
+        entry.logged = true;
+        let index = self.log_index.get_or_insert_with(Box::default);
+        logref::add_freed(index.apply(hash, key, listed, change));
+        true
+    }
+
+    /// Sets where the records of `key` are (the store's own index says), or with
+    /// `None` forgets them; false if the key is absent.
+    pub fn set_log_refs(&mut self, hash: u64, key: &[u8], refs: Option<LogRefs>) -> bool {
+        let Some(entry) = self.dict.get_mut(hash, key) else {
+            return false;
+        };
+        let listed = entry.logged;
+        match refs {
+            Some(refs) => {
+                entry.logged = true;
+                self.log_index
+                    .get_or_insert_with(Box::default)
+                    .set(hash, key, listed, refs);
+            }
+            None if listed => {
+                entry.logged = false;
+                if let Some(index) = &mut self.log_index {
+                    index.remove(hash, key);
+                }
+            }
+            None => {}
+        }
+        true
+    }
+
+    /// If the records of `key` still begin with `prefix`, replaces that prefix by the
+    /// whole value at `replacement` (the store's compaction moved it); returns the
+    /// bytes of the records replaced.
+    pub fn replace_log_prefix(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        prefix: &[LogLoc],
+        replacement: LogLoc,
+    ) -> Option<u64> {
+        let refs = self.log_refs(hash, key)?;
+        let all: Vec<LogLoc> = refs.locations().collect();
+        if prefix.is_empty() || !all.starts_with(prefix) {
+            return None;
+        }
+        let rest = all.get(prefix.len()..).unwrap_or_default();
+        let new = if rest.is_empty() {
+            LogRefs::Value(replacement)
+        } else {
+            LogRefs::Chain {
+                base: Some(replacement),
+                operands: rest.to_vec(),
+            }
+        };
+        self.log_index_mut().set(hash, key, true, new);
+        Some(prefix.iter().map(|l| u64::from(l.len)).sum())
+    }
+
+    /// Forgets where every key's records are (the store is closed or reopened).
+    pub fn clear_log_refs(&mut self) {
+        if self.log_index.take().is_none() {
+            return;
+        }
+        for e in self.dict.iter_mut() {
+            e.logged = false;
+        }
+    }
+
+    /// Calls `f` with every key whose records the database knows, and the records.
+    pub fn for_each_logged(&self, mut f: impl FnMut(&[u8], LogRefs)) {
+        for e in self.dict.iter() {
+            if e.logged
+                && let Some(refs) = self
+                    .log_index
+                    .as_ref()
+                    .and_then(|i| i.get(self.hash(&e.key), &e.key))
+            {
+                f(&e.key, refs);
+            }
+        }
+    }
+
+    /// Keys whose records the database knows.
+    pub fn logged_len(&self) -> usize {
+        self.log_index.as_ref().map_or(0, |i| i.len())
+    }
+
+    /// Bytes the lists of records hold, by estimate.
+    pub fn log_index_bytes(&self) -> usize {
+        self.log_index.as_ref().map_or(0, |i| i.allocated_bytes())
+    }
+
+    /// Makes room for `additional` more keys' records.
+    pub fn reserve_log(&mut self, additional: usize) {
+        if additional > 0 {
+            self.log_index_mut().reserve(additional);
+        }
     }
 
     /// Touches this database's watched keys that exist here or in `other`.
@@ -828,12 +976,70 @@ mod tests {
     }
 
     #[test]
+    fn log_records_are_listed_until_their_key_leaves() {
+        let mut d = db();
+        let loc = |offset| LogLoc {
+            segment: 3,
+            offset,
+            len: 10,
+        };
+        set(&mut d, "a", "1", Ttl::Persist, 0);
+        set(&mut d, "b", "2", Ttl::At(50), 0);
+        let (ha, hb) = (d.hash(b"a"), d.hash(b"b"));
+        assert!(!d.apply_log(d.hash(b"zz"), b"zz", LogChange::Put(loc(0))));
+        assert!(d.apply_log(ha, b"a", LogChange::Put(loc(0))));
+        assert!(d.apply_log(hb, b"b", LogChange::Put(loc(10))));
+        assert!(d.apply_log(ha, b"a", LogChange::Op(loc(20))));
+        let chain: Vec<u32> = d
+            .log_refs(ha, b"a")
+            .expect("listed")
+            .locations()
+            .map(|l| l.offset)
+            .collect();
+        assert_eq!(chain, vec![0, 20]);
+        // Compaction folds the chain into one record.
+        assert_eq!(
+            d.replace_log_prefix(ha, b"a", &[loc(0), loc(20)], loc(90)),
+            Some(20)
+        );
+        assert_eq!(d.log_refs(ha, b"a"), Some(LogRefs::Value(loc(90))));
+        assert_eq!(d.replace_log_prefix(ha, b"a", &[loc(0)], loc(95)), None);
+        assert_eq!(d.logged_len(), 2);
+        // An expired key leaves its list when it leaves the table.
+        assert!(get(&mut d, "b", 60).is_none());
+        assert_eq!(d.logged_len(), 1);
+        assert_eq!(d.log_refs(hb, b"b"), None);
+        // A taken entry leaves its records behind: its new home logs it anew.
+        let (entry, _) = d.take(ha, b"a", 0).expect("live");
+        assert!(!entry.is_logged());
+        assert_eq!(d.logged_len(), 0);
+        d.put_entry(ha, entry, None, 0);
+        assert_eq!(d.log_refs(ha, b"a"), None);
+        d.apply_log(ha, b"a", LogChange::Put(loc(100)));
+        let mut other = db();
+        d.swap_contents(&mut other);
+        assert_eq!(other.log_refs(ha, b"a"), Some(LogRefs::Value(loc(100))));
+        assert_eq!(d.logged_len(), 0);
+        other.clear_log_refs();
+        assert_eq!(other.log_refs(ha, b"a"), None);
+        assert!(other.get(ha, b"a", 0).is_some_and(|e| !e.is_logged()));
+    }
+
+    #[test]
     fn values_leave_memory_and_come_back_only_for_their_token() {
         let mut d = db();
         let long = "x".repeat(100);
         set(&mut d, "long", &long, Ttl::Persist, 0);
         set(&mut d, "short", "tiny", Ttl::Persist, 0);
         let h = d.hash(b"long");
+        // Only a value whose record the database lists can leave.
+        assert_eq!(d.make_cold(h, b"long", 0), None);
+        let at = LogLoc {
+            segment: 1,
+            offset: 0,
+            len: 120,
+        };
+        assert!(d.apply_log(h, b"long", LogChange::Put(at)));
         assert_eq!(
             d.make_cold(h, b"long", 0),
             Some(Value::string(long.as_bytes()).heap_size())

@@ -25,6 +25,7 @@ pub mod glob;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod logref;
 pub mod pack;
 pub mod serialize;
 pub mod set;

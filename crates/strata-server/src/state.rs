@@ -16,7 +16,7 @@ use crate::config::{ClientClass, Config, ConfigSource, ProtectedAction};
 use crate::stats::Stats;
 
 pub struct ServerState {
-    pub keyspace: Keyspace,
+    pub keyspace: Arc<Keyspace>,
     pub registry: Registry,
     pub config: RwLock<Config>,
     pub source: ConfigSource,
@@ -87,7 +87,7 @@ impl ServerState {
         }
         let acl = strata_commands::acl::Acl::new(&registry);
         let stats = Stats::new(registry.id_count());
-        let keyspace = Keyspace::new(config.databases, config.shards);
+        let keyspace = Arc::new(Keyspace::new(config.databases, config.shards));
         let (shutdown_tx, _) = watch::channel(false);
         let lazyfree = crate::lazyfree::LazyFreer::start();
         lazyfree.set_switches(config.lazyfree());
@@ -433,10 +433,17 @@ impl Server for ServerState {
         Some(&self.logging)
     }
 
-    fn log(&self, records: Vec<strata_commands::effects::Record>) -> Result<Option<u64>, String> {
+    fn log(
+        &self,
+        records: &[strata_commands::effects::Record],
+        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+    ) -> Result<Option<u64>, String> {
         match self.persist.load().as_ref() {
-            Some(p) => p.log(&records, unix_ms()),
-            None => Ok(None),
+            Some(p) => p.log(records, unix_ms(), located),
+            None => {
+                located.clear();
+                Ok(None)
+            }
         }
     }
 
@@ -466,17 +473,28 @@ impl Server for ServerState {
             && p.flush_to(p.appended()).is_ok()
     }
 
-    fn read_cold(&self, db: usize, key: &[u8]) -> Result<Option<strata_keyspace::Value>, String> {
+    fn read_cold(
+        &self,
+        cold: &strata_commands::tiered::ColdKey,
+    ) -> Result<Option<strata_keyspace::Value>, String> {
         let Some(p) = self.persist.load_full() else {
             return Err("ERR the log is closed: can't read the value from disk".into());
         };
         let limits = self.encoding_limits();
-        blocking(|| p.read_value(db, key, &limits))
+        blocking(|| p.read_value(cold.db, &cold.key, cold.refs.as_ref(), &limits))
     }
 
-    fn read_cold_cached(&self, db: usize, key: &[u8]) -> Option<strata_keyspace::Value> {
+    fn read_cold_cached(
+        &self,
+        cold: &strata_commands::tiered::ColdKey,
+    ) -> Option<strata_keyspace::Value> {
         let p = self.persist.load_full()?;
-        p.read_value_cached(db, key, &self.encoding_limits())
+        p.read_value_cached(
+            cold.db,
+            &cold.key,
+            cold.refs.as_ref(),
+            &self.encoding_limits(),
+        )
     }
 
     fn tiered_stats(&self) -> Option<&strata_commands::tiered::TieredStats> {

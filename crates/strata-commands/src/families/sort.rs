@@ -498,10 +498,14 @@ fn lookup(server: &dyn Server, keys: &mut Keys, pattern: &[u8], elem: &[u8]) -> 
     let db_index = keys.db;
     let entry = keys.read(&key)?;
     if let Value::Cold(c) = &entry.value {
+        let token = c.token();
+        let (hash, db) = keys.db_for(&key);
+        let refs = db.log_refs(hash, &key);
         let cold = crate::tiered::ColdKey {
             db: db_index,
             key,
-            token: c.token(),
+            token,
+            refs,
         };
         let value = crate::tiered::read(server, server.tiered_stats(), &cold).ok()?;
         let bytes = value.as_str().map(|s| s.to_vec());

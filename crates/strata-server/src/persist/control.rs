@@ -331,7 +331,7 @@ fn open(state: &ServerState, fsync: Appendfsync) -> anyhow::Result<Arc<Persisten
     };
     let replay = Arc::new(Replay::new(limits));
     let first = state.persistence.next_batch.load(Ordering::Acquire);
-    let p = Persistence::open(&dir, state.keyspace.databases(), fsync, replay, first)?;
+    let p = Persistence::open(&dir, state.keyspace.clone(), fsync, replay, first)?;
     Ok(Arc::new(p))
 }
 
@@ -356,13 +356,7 @@ fn load(state: &Arc<ServerState>) -> anyhow::Result<()> {
             .loading_total
             .store(engine.stats().live_bytes, Ordering::Relaxed);
     }
-    p.recover(
-        &state.keyspace,
-        &limits,
-        unix_ms(),
-        &control.loading_done,
-        tiered,
-    )?;
+    p.recover(&limits, unix_ms(), &control.loading_done, tiered)?;
     if let Some(payload) = p.functions()? {
         let n = strata_commands::families::scripting::function::restore_logged(
             &state.scripting,
@@ -435,6 +429,9 @@ fn enable(state: &Arc<ServerState>, keep: bool) -> Result<(), String> {
         p.put_functions(&state.scripting.dump(), unix_ms())?;
         p.sync_now()?;
         p.reset_base_size();
+        if keep {
+            p.switch_index();
+        }
         tracing::info!("{keys} keys written to the data directory");
         Ok(())
     })();

@@ -32,6 +32,7 @@
 //! resume.
 
 pub mod control;
+pub mod index;
 pub mod replay;
 
 use std::collections::HashSet;
@@ -43,7 +44,7 @@ use std::time::{Duration, Instant};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::{Condvar, Mutex};
 use strata_commands::effects::{Record, RecordKind};
-use strata_engine::{Engine, FsyncPolicy, Options, WriteBatch, WriteMeta};
+use strata_engine::{Engine, FsyncPolicy, Index, Options, WriteBatch, WriteMeta};
 use strata_keyspace::{Keyspace, Shard, Ttl};
 
 use crate::config::Appendfsync;
@@ -177,9 +178,12 @@ pub struct Persistence {
     dir: PathBuf,
     options: Options,
     engine: ArcSwapOption<Engine>,
+    /// The engine's index (see [`index`]): replaced with the engine after a write error.
+    index: ArcSwap<index::StoreIndex>,
+    keyspace: Arc<Keyspace>,
     /// Read by every append; replaced (under `map_change`) by FLUSHDB, FLUSHALL and
-    /// SWAPDB, which hold every shard while they log.
-    map: ArcSwap<DbMap>,
+    /// SWAPDB, which hold every shard while they log. Shared with the index.
+    map: Arc<ArcSwap<DbMap>>,
     map_change: Mutex<()>,
     /// Set while the keyspace is being written to fresh namespaces: the map on disk
     /// still names the old ones until [`Persistence::commit_map`].
@@ -251,7 +255,7 @@ impl Persistence {
     /// ([`Persistence::rewrite`]): the server triggers it by `auto-aof-rewrite-*`.
     pub fn open(
         dir: &Path,
-        databases: usize,
+        keyspace: Arc<Keyspace>,
         fsync: Appendfsync,
         replay: Arc<replay::Replay>,
         first_batch: u64,
@@ -263,8 +267,15 @@ impl Persistence {
             .with_fsync(FsyncPolicy::Never)
             .with_compaction(None)
             .with_merge_operator(replay);
-        let engine = Engine::open(&dir, options.clone())
-            .map_err(|e| anyhow::anyhow!("can't open the data directory {}: {e}", dir.display()))?;
+        let databases = keyspace.databases();
+        let shared_map = Arc::new(ArcSwap::from_pointee(DbMap::initial(databases)));
+        let index = Arc::new(index::StoreIndex::new(keyspace.clone(), shared_map.clone()));
+        let engine = Engine::open_with_index(
+            &dir,
+            options.clone(),
+            Box::new(index::Shared(index.clone())),
+        )
+        .map_err(|e| anyhow::anyhow!("can't open the data directory {}: {e}", dir.display()))?;
         let map = match engine.get(&engine_key(META, DBMAP_KEY)) {
             Ok(Some(bytes)) => DbMap::decode(&bytes).ok_or_else(|| {
                 anyhow::anyhow!("the database map in {} is damaged", dir.display())
@@ -288,7 +299,12 @@ impl Persistence {
             dir,
             options,
             engine: ArcSwapOption::from_pointee(engine),
-            map: ArcSwap::from_pointee(map),
+            index: ArcSwap::new(index),
+            keyspace,
+            map: {
+                shared_map.store(Arc::new(map));
+                shared_map
+            },
             map_change: Mutex::new(()),
             map_pending: AtomicBool::new(false),
             functions: Mutex::new(None),
@@ -312,6 +328,33 @@ impl Persistence {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Makes the keyspace the index of the keys it holds (see [`index`]): once the
+    /// keyspace holds everything the store does (after loading, after a store opened
+    /// on a live keyspace is written, after the reconcile of a write error). Holds
+    /// every shard meanwhile.
+    pub fn switch_index(&self) {
+        let started = Instant::now();
+        let engine = self.engine();
+        // A compaction asks the index between its reads: not while it changes hands.
+        let _compaction = engine.as_ref().map(|e| e.hold_compaction());
+        let mut shards = self.keyspace.lock_all();
+        self.index.load().switch(&mut shards);
+        drop(shards);
+        tracing::debug!(
+            "the keyspace lists the store's records ({:.3} s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+
+    /// Forgets the locations the keyspace lists, when the store closes.
+    fn forget_locations(&self) {
+        for s in 0..self.keyspace.num_shards() {
+            for db in self.keyspace.lock(s).dbs_mut() {
+                db.clear_log_refs();
+            }
+        }
     }
 
     pub fn engine(&self) -> Option<Arc<Engine>> {
@@ -368,7 +411,6 @@ impl Persistence {
     /// loads, and the first reads of the rest bring it back.
     pub fn recover(
         &self,
-        ks: &Keyspace,
         limits: &strata_keyspace::EncodingLimits,
         now_ms: u64,
         progress: &AtomicU64,
@@ -377,6 +419,7 @@ impl Persistence {
         let Some(engine) = self.engine() else {
             anyhow::bail!("the store is closed")
         };
+        let ks = &*self.keyspace;
         let map = self.map.load_full();
         let started = Instant::now();
         let (keys, bytes, dead) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
@@ -469,6 +512,7 @@ impl Persistence {
                 + u64::from(engine.contains(&engine_key(META, DBMAP_KEY)))
                 + u64::from(engine.contains(&engine_key(META, FUNCTIONS_KEY))),
         );
+        self.switch_index();
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         tracing::info!(
             "DB loaded from disk: {keys} keys in {secs:.3} seconds ({:.1} MB/s)",
@@ -497,10 +541,15 @@ impl Persistence {
     /// The value of `key` in database `db` as the store holds it, for a value that
     /// `maxmemory-policy tiered` moved out of memory. Expired values are read too:
     /// the keyspace's own clock decides expiry.
+    ///
+    /// `refs` are where the key's database listed the value's records when the
+    /// caller saw it; with none, or if compaction has moved them since, the index
+    /// is asked, which takes the key's shard: call without holding it then.
     pub fn read_value(
         &self,
         db: usize,
         key: &[u8],
+        refs: Option<&strata_keyspace::logref::LogRefs>,
         limits: &strata_keyspace::EncodingLimits,
     ) -> Result<Option<strata_keyspace::Value>, String> {
         let Some(engine) = self.engine() else {
@@ -509,8 +558,25 @@ impl Persistence {
         let Some(&ns) = self.map.load().namespaces.get(db) else {
             return Ok(None);
         };
+        let key = engine_key(ns, key);
+        if let Some(refs) = refs.filter(|_| self.index.load().is_switched()) {
+            match engine.read_entry(&key, &index::to_entry(refs), false) {
+                Ok(bytes) => {
+                    return decode_stored(
+                        Some(strata_engine::Value {
+                            bytes,
+                            version: 0,
+                            expires_at: None,
+                        }),
+                        limits,
+                    );
+                }
+                Err(strata_engine::Error::SegmentGone { .. }) => {}
+                Err(e) => return Err(format!("ERR can't read the value from disk: {e}")),
+            }
+        }
         let stored = engine
-            .get_value_expired_too(&engine_key(ns, key))
+            .get_value_expired_too(&key)
             .map_err(|e| format!("ERR can't read the value from disk: {e}"))?;
         decode_stored(stored, limits)
     }
@@ -518,15 +584,31 @@ impl Persistence {
     /// [`Persistence::read_value`] if it needs no wait for the device (the record is
     /// in the log's buffer or the operating system's cache); `None` otherwise, and
     /// on any error (the waiting read reports it).
+    ///
+    /// Safe with the key's shard held: with the keyspace as the index, it reads
+    /// only where `refs` say.
     pub fn read_value_cached(
         &self,
         db: usize,
         key: &[u8],
+        refs: Option<&strata_keyspace::logref::LogRefs>,
         limits: &strata_keyspace::EncodingLimits,
     ) -> Option<strata_keyspace::Value> {
         let engine = self.engine()?;
         let ns = *self.map.load().namespaces.get(db)?;
-        let stored = engine.get_value_cached(&engine_key(ns, key)).ok()?;
+        let key = engine_key(ns, key);
+        let stored = if self.index.load().is_switched() {
+            let bytes = engine
+                .read_entry(&key, &index::to_entry(refs?), true)
+                .ok()?;
+            Some(strata_engine::Value {
+                bytes,
+                version: 0,
+                expires_at: None,
+            })
+        } else {
+            engine.get_value_cached(&key).ok()?
+        };
         decode_stored(stored, limits).ok().flatten()
     }
 }
@@ -564,12 +646,21 @@ impl Persistence {
 
     /// Appends one command's records as a batch. Returns the batch's number if the
     /// reply must wait for it to be durable.
-    pub fn log(&self, records: &[Record], now_ms: u64) -> Result<Option<u64>, String> {
+    pub fn log(
+        &self,
+        records: &[Record],
+        now_ms: u64,
+        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+    ) -> Result<Option<u64>, String> {
+        located.clear();
         if let Some(e) = self.write_error() {
             return Err(e);
         }
+        let index = self.index.load();
         let version = self.hlc.next(now_ms);
         let mut batch = WriteBatch::new();
+        // Per record: the batch operation whose location the keyspace lists.
+        let mut listed: Vec<Option<usize>> = Vec::with_capacity(records.len());
         let mut bytes = 0usize;
         let map = self.map.load();
         // A copy of the map, made by the first record that changes it.
@@ -583,12 +674,14 @@ impl Persistence {
                 .get(r.db)
                 .copied()
                 .unwrap_or(0);
+            let mut list = None;
             match &r.kind {
                 RecordKind::Put { value, expires_at } => {
                     let meta = WriteMeta::new()
                         .with_version(version)
                         .with_expiry(*expires_at);
                     bytes += r.key.len() + value.len();
+                    list = Some(batch.len());
                     batch.put_with(&engine_key(ns, &r.key), value, meta);
                 }
                 RecordKind::Op { op, expires_at } => {
@@ -596,7 +689,17 @@ impl Persistence {
                         .with_version(version)
                         .with_expiry(*expires_at);
                     bytes += r.key.len() + op.len();
+                    list = Some(batch.len());
                     batch.merge_with(&engine_key(ns, &r.key), op, meta);
+                }
+                RecordKind::Fresh => {
+                    // The engine sees to its own keys' old values; the keyspace's
+                    // keys get a tombstone before their first operation.
+                    let key = engine_key(ns, &r.key);
+                    if index.is_external(&key) {
+                        bytes += r.key.len();
+                        batch.delete_with(&key, WriteMeta::new().with_version(version));
+                    }
                 }
                 RecordKind::Delete => {
                     bytes += r.key.len();
@@ -636,6 +739,7 @@ impl Persistence {
                     *self.functions.lock() = Some(payload.clone());
                 }
             }
+            listed.push(list);
         }
         drop(map);
         let pending = self.map_pending.load(Ordering::Acquire);
@@ -653,10 +757,19 @@ impl Persistence {
             self.map.store(Arc::new(m.clone()));
             guard
         });
+        // Which records the keyspace lists: decided with the map this batch
+        // installs (a key written after a FLUSHDB in the same transaction is in the
+        // database's new namespace).
+        for list in &mut listed {
+            if list.is_some_and(|i| !batch.key(i).is_some_and(|k| index.is_external(k))) {
+                *list = None;
+            }
+        }
         let Some(engine) = self.engine.load_full() else {
             return Err("MISCONF the store is closed".into());
         };
-        if let Err(e) = engine.write(&batch) {
+        let mut locations = Vec::new();
+        if let Err(e) = engine.write_located(&batch, &mut locations) {
             let text = misconf(&e);
             tracing::warn!(
                 "Error writing to the log: {e}; refusing writes until it can be written"
@@ -665,6 +778,10 @@ impl Persistence {
             self.kick();
             return Err(text);
         }
+        located.extend(listed.iter().map(|op| {
+            op.and_then(|i| locations.get(i).copied())
+                .map(index::to_loc)
+        }));
         if dead && !pending {
             self.reap_dead_namespaces();
         }
@@ -898,13 +1015,23 @@ impl Persistence {
         if let Some(old) = self.engine.swap(None) {
             let _ = close_engine(old);
         }
-        let engine = match Engine::open(&self.dir, self.options.clone()) {
+        // A fresh index, in keydir mode until the store matches memory again.
+        let index = Arc::new(index::StoreIndex::new(
+            self.keyspace.clone(),
+            self.map.clone(),
+        ));
+        let engine = match Engine::open_with_index(
+            &self.dir,
+            self.options.clone(),
+            Box::new(index::Shared(index.clone())),
+        ) {
             Ok(e) => Arc::new(e),
             Err(e) => {
                 tracing::debug!("the log is still not writable: {e}");
                 return;
             }
         };
+        self.index.store(index);
         self.engine.store(Some(engine.clone()));
         let result = self.reconcile(&engine, ks).and_then(|fixed| {
             engine.sync()?;
@@ -912,6 +1039,7 @@ impl Persistence {
         });
         match result {
             Ok(fixed) => {
+                self.switch_index();
                 self.release_waiters();
                 self.set_error(None);
                 tracing::warn!("the log is writable again: {fixed} keys rewritten; writes resume");
@@ -1086,6 +1214,9 @@ impl Persistence {
             tracing::warn!("closing the log: {e}");
             result = Err(misconf(&e));
         }
+        if self.index.load().is_switched() {
+            self.forget_locations();
+        }
         self.release_waiters();
         result
     }
@@ -1105,7 +1236,8 @@ mod tests {
 
     fn open(dir: &Path) -> Persistence {
         let replay = Arc::new(replay::Replay::new(EncodingLimits::default()));
-        Persistence::open(dir, 16, Appendfsync::Everysec, replay, 1).expect("open")
+        let ks = Arc::new(Keyspace::new(16, 4));
+        Persistence::open(dir, ks, Appendfsync::Everysec, replay, 1).expect("open")
     }
 
     fn put(db: usize, key: &str, value: &[u8]) -> Record {
@@ -1125,7 +1257,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         {
             let p = open(dir.path());
-            p.log(&[put(0, "a", b"1"), put(3, "b", b"2")], 1)
+            let mut located = Vec::new();
+            p.log(&[put(0, "a", b"1"), put(3, "b", b"2")], 1, &mut located)
                 .expect("logged");
             let op = encode_op(&["RPUSH", "l", "x", "y"]);
             p.log(
@@ -1135,6 +1268,7 @@ mod tests {
                     kind: RecordKind::Op { op, expires_at: 0 },
                 }],
                 2,
+                &mut located,
             )
             .expect("logged");
             p.log(
@@ -1144,23 +1278,38 @@ mod tests {
                     kind: RecordKind::SwapDb { other: 0 },
                 }],
                 3,
+                &mut located,
             )
             .expect("logged");
             p.close().expect("closed");
         }
         let p = open(dir.path());
-        let ks = Keyspace::new(16, 4);
         let n = p
-            .recover(
-                &ks,
-                &EncodingLimits::default(),
-                10,
-                &AtomicU64::new(0),
-                None,
-            )
+            .recover(&EncodingLimits::default(), 10, &AtomicU64::new(0), None)
             .expect("recovered");
         assert_eq!(n, 3);
+        let ks = &p.keyspace;
         assert_eq!(ks.db_len(3), 2);
         assert_eq!(ks.db_len(0), 1);
+        // The keyspace lists every loaded key's record; the store keeps only its own.
+        let listed: usize = (0..ks.num_shards())
+            .map(|s| {
+                ks.lock(s)
+                    .dbs()
+                    .iter()
+                    .map(|d| d.logged_len())
+                    .sum::<usize>()
+            })
+            .sum();
+        assert_eq!(listed, 3);
+        let engine = p.engine().expect("open");
+        let report = engine.compact().expect("compacted");
+        assert_eq!(report.keys_kept, 4, "three keys and the database map");
+        let (hash, db) = (ks.hash(b"l"), 3);
+        let refs = ks.lock(ks.shard_of_hash(hash)).db(db).log_refs(hash, b"l");
+        assert!(matches!(
+            refs,
+            Some(strata_keyspace::logref::LogRefs::Value(_))
+        ));
     }
 }

@@ -629,6 +629,102 @@ fn bgrewriteaof_compacts_the_log_and_auto_rewrite_triggers() {
     assert_eq!(dataset(&mut conn), expected_now);
 }
 
+/// The keyspace lists where each key's records are; compaction asks it which records
+/// are live and moves them while commands keep changing keys (chains of logged
+/// operations, overwrites, deletes, expiry, SWAPDB and FLUSHDB among them).
+#[test]
+fn compactions_under_writes_keep_every_value() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut server = strata_in(dir.path(), &["--auto-aof-rewrite-percentage", "0"]);
+    let port = server.port;
+    let mut conn = server.redis();
+    write_everything(&mut conn);
+    // Long lists grow by logged RPUSH operations: chains of records.
+    for i in 0..40 {
+        let _: () = conn
+            .rpush(format!("chain{i}"), (0..200).collect::<Vec<i32>>())
+            .expect("rpush");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).expect("url");
+            let mut c = client.get_connection().expect("connect");
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) || n < 2_000 {
+                let i = n % 400;
+                let mut pipe = redis::pipe();
+                pipe.set(format!("s{i}"), format!("{n}{}", "v".repeat(64)))
+                    .ignore()
+                    .rpush(format!("chain{}", n % 40), n)
+                    .ignore()
+                    .hset(format!("h{}", n % 50), format!("f{i}"), n)
+                    .ignore()
+                    .del(format!("s{}", (n * 7) % 400))
+                    .ignore()
+                    .cmd("SET")
+                    .arg(format!("t{i}"))
+                    .arg(n)
+                    .arg("PX")
+                    .arg(1 + n % 30)
+                    .ignore();
+                if n.is_multiple_of(500) {
+                    pipe.cmd("SWAPDB").arg(8).arg(9).ignore();
+                    pipe.cmd("SELECT").arg(8).ignore();
+                    pipe.set(format!("in8:{n}"), n).ignore();
+                    pipe.cmd("SELECT").arg(7).ignore();
+                    pipe.cmd("FLUSHDB").ignore();
+                    pipe.set(format!("in7:{n}"), n).ignore();
+                    pipe.cmd("SELECT").arg(0).ignore();
+                }
+                let () = pipe.query(&mut c).expect("writes");
+                n += 1;
+            }
+            n
+        })
+    };
+    for rewrite in 1..=3 {
+        let status: String = redis::cmd("BGREWRITEAOF")
+            .query(&mut conn)
+            .expect("rewrite");
+        assert_eq!(status, "Background append only file rewriting started");
+        wait_for("the rewrite", || {
+            info_field(&mut conn, "persistence", "aof_rewrites") == rewrite.to_string()
+        });
+        assert_eq!(
+            info_field(&mut conn, "persistence", "aof_last_bgrewrite_status"),
+            "ok"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let writes = writer.join().expect("writer");
+    assert!(writes >= 2_000);
+    // Keys with a short TTL are gone by now, on both sides of the restart.
+    std::thread::sleep(Duration::from_millis(50));
+    let expected = dataset(&mut conn);
+    assert!(expected.len() > 250, "{} keys", expected.len());
+    drop(conn);
+    server.kill9();
+
+    let mut server = strata_in(dir.path(), &[]);
+    let mut conn = server.redis();
+    assert_eq!(dataset(&mut conn), expected);
+    // Compacting what was loaded keeps it too, across a clean restart.
+    let _: String = redis::cmd("BGREWRITEAOF")
+        .query(&mut conn)
+        .expect("rewrite");
+    wait_for("the rewrite", || {
+        info_field(&mut conn, "persistence", "aof_rewrites") == "1"
+    });
+    assert_eq!(dataset(&mut conn), expected);
+    drop(conn);
+    shutdown(&mut server);
+    let server = strata_in(dir.path(), &[]);
+    let mut conn = server.redis();
+    assert_eq!(dataset(&mut conn), expected);
+}
+
 #[test]
 fn snapshots_with_the_log_off_and_switching_it_at_run_time() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -47,19 +47,23 @@ impl WriteMeta {
     }
 }
 
-/// One operation of a batch.
+/// One operation of a batch: its key and value are ranges of the batch's buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BatchOp {
     pub kind: Kind,
-    pub key: Vec<u8>,
-    pub value: Vec<u8>,
+    key: std::ops::Range<usize>,
+    value: std::ops::Range<usize>,
     pub meta: WriteMeta,
 }
 
 /// Operations to apply atomically with [`Engine::write`](crate::Engine::write).
+///
+/// Keys and values are copied into one buffer, so a batch costs no allocation per
+/// operation once its buffers have grown (see [`WriteBatch::clear`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteBatch {
     pub(crate) ops: Vec<BatchOp>,
+    data: Vec<u8>,
 }
 
 impl WriteBatch {
@@ -75,7 +79,18 @@ impl WriteBatch {
 
     /// Adds a put with a version and/or expiry.
     pub fn put_with(&mut self, key: &[u8], value: &[u8], meta: WriteMeta) -> &mut WriteBatch {
-        self.push(Kind::Put, key, value, meta)
+        self.push(Kind::Put, &[key], value, meta)
+    }
+
+    /// Adds a put whose key is the concatenation of `key_parts` (a prefix and a
+    /// key, say), without the caller building it first.
+    pub fn put_parts(
+        &mut self,
+        key_parts: &[&[u8]],
+        value: &[u8],
+        meta: WriteMeta,
+    ) -> &mut WriteBatch {
+        self.push(Kind::Put, key_parts, value, meta)
     }
 
     /// Adds a delete.
@@ -85,7 +100,12 @@ impl WriteBatch {
 
     /// Adds a delete with a version.
     pub fn delete_with(&mut self, key: &[u8], meta: WriteMeta) -> &mut WriteBatch {
-        self.push(Kind::Delete, key, &[], meta)
+        self.push(Kind::Delete, &[key], &[], meta)
+    }
+
+    /// Adds a delete of the key made of `key_parts` (see [`WriteBatch::put_parts`]).
+    pub fn delete_parts(&mut self, key_parts: &[&[u8]], meta: WriteMeta) -> &mut WriteBatch {
+        self.push(Kind::Delete, key_parts, &[], meta)
     }
 
     /// Adds a merge operand.
@@ -95,25 +115,61 @@ impl WriteBatch {
 
     /// Adds a merge operand with a version and/or expiry.
     pub fn merge_with(&mut self, key: &[u8], operand: &[u8], meta: WriteMeta) -> &mut WriteBatch {
-        self.push(Kind::Merge, key, operand, meta)
+        self.push(Kind::Merge, &[key], operand, meta)
     }
 
-    fn push(&mut self, kind: Kind, key: &[u8], value: &[u8], meta: WriteMeta) -> &mut WriteBatch {
+    /// Adds a merge operand for the key made of `key_parts` (see
+    /// [`WriteBatch::put_parts`]).
+    pub fn merge_parts(
+        &mut self,
+        key_parts: &[&[u8]],
+        operand: &[u8],
+        meta: WriteMeta,
+    ) -> &mut WriteBatch {
+        self.push(Kind::Merge, key_parts, operand, meta)
+    }
+
+    fn push(
+        &mut self,
+        kind: Kind,
+        key_parts: &[&[u8]],
+        value: &[u8],
+        meta: WriteMeta,
+    ) -> &mut WriteBatch {
+        let start = self.data.len();
+        for part in key_parts {
+            self.data.extend_from_slice(part);
+        }
+        let key_end = self.data.len();
+        self.data.extend_from_slice(value);
         self.ops.push(BatchOp {
             kind,
-            key: key.to_vec(),
-            value: value.to_vec(),
+            key: start..key_end,
+            value: key_end..self.data.len(),
             meta,
         });
         self
     }
 
-    /// Number of operations.
     /// The key of the `i`th operation.
     pub fn key(&self, i: usize) -> Option<&[u8]> {
-        self.ops.get(i).map(|op| &op.key[..])
+        self.ops.get(i).map(|op| self.key_of(op))
     }
 
+    pub(crate) fn key_of(&self, op: &BatchOp) -> &[u8] {
+        self.data.get(op.key.clone()).unwrap_or_default()
+    }
+
+    pub(crate) fn value_of(&self, op: &BatchOp) -> &[u8] {
+        self.data.get(op.value.clone()).unwrap_or_default()
+    }
+
+    /// Bytes of keys and values the batch's buffer can hold without growing.
+    pub fn capacity(&self) -> usize {
+        self.data.capacity()
+    }
+
+    /// Number of operations.
     pub fn len(&self) -> usize {
         self.ops.len()
     }
@@ -123,8 +179,9 @@ impl WriteBatch {
         self.ops.is_empty()
     }
 
-    /// Removes every operation.
+    /// Removes every operation, keeping the buffers for the next ones.
     pub fn clear(&mut self) {
         self.ops.clear();
+        self.data.clear();
     }
 }

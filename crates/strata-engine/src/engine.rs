@@ -115,8 +115,8 @@ fn batch_ops(batch: &WriteBatch) -> Vec<Op<'_>> {
         .iter()
         .map(|op| Op {
             kind: op.kind,
-            key: &op.key,
-            value: &op.value,
+            key: batch.key_of(op),
+            value: batch.value_of(op),
             meta: op.meta,
         })
         .collect()

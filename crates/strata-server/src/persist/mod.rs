@@ -156,6 +156,21 @@ pub struct PersistStats {
     pub loaded_expired: AtomicU64,
 }
 
+/// Buffers [`Persistence::log`] reuses, one set per thread.
+#[derive(Default)]
+struct Scratch {
+    batch: WriteBatch,
+    listed: Vec<Option<usize>>,
+    locations: Vec<strata_engine::Location>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// Bytes of batch buffer a thread keeps between two appends.
+const SCRATCH_KEEP: usize = 1 << 20;
+
 /// How `appendfsync` is kept where the hot path reads it.
 fn fsync_code(a: Appendfsync) -> u8 {
     match a {
@@ -656,11 +671,32 @@ impl Persistence {
         if let Some(e) = self.write_error() {
             return Err(e);
         }
+        let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        let result = self.log_with(&mut scratch, records, now_ms, located);
+        scratch.batch.clear();
+        scratch.listed.clear();
+        // A big transaction's buffers are not worth keeping.
+        if scratch.batch.capacity() <= SCRATCH_KEEP {
+            SCRATCH.with(|s| *s.borrow_mut() = scratch);
+        }
+        result
+    }
+
+    fn log_with(
+        &self,
+        scratch: &mut Scratch,
+        records: &[Record],
+        now_ms: u64,
+        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+    ) -> Result<Option<u64>, String> {
         let index = self.index.load();
         let version = self.hlc.next(now_ms);
-        let mut batch = WriteBatch::new();
+        let Scratch {
+            batch,
+            listed,
+            locations,
+        } = scratch;
         // Per record: the batch operation whose location the keyspace lists.
-        let mut listed: Vec<Option<usize>> = Vec::with_capacity(records.len());
         let mut bytes = 0usize;
         let map = self.map.load();
         // A copy of the map, made by the first record that changes it.
@@ -673,7 +709,10 @@ impl Persistence {
                 .namespaces
                 .get(r.db)
                 .copied()
-                .unwrap_or(0);
+                .unwrap_or(0)
+                .to_be_bytes();
+            // The engine key, `namespace ‖ key`, written straight into the batch.
+            let key: [&[u8]; 2] = [&ns, &r.key];
             let mut list = None;
             match &r.kind {
                 RecordKind::Put { value, expires_at } => {
@@ -682,7 +721,7 @@ impl Persistence {
                         .with_expiry(*expires_at);
                     bytes += r.key.len() + value.len();
                     list = Some(batch.len());
-                    batch.put_with(&engine_key(ns, &r.key), value, meta);
+                    batch.put_parts(&key, value, meta);
                 }
                 RecordKind::Op { op, expires_at } => {
                     let meta = WriteMeta::new()
@@ -690,23 +729,19 @@ impl Persistence {
                         .with_expiry(*expires_at);
                     bytes += r.key.len() + op.len();
                     list = Some(batch.len());
-                    batch.merge_with(&engine_key(ns, &r.key), op, meta);
+                    batch.merge_parts(&key, op, meta);
                 }
                 RecordKind::Fresh => {
                     // The engine sees to its own keys' old values; the keyspace's
                     // keys get a tombstone before their first operation.
-                    let key = engine_key(ns, &r.key);
-                    if index.is_external(&key) {
+                    if index.is_external(&key.concat()) {
                         bytes += r.key.len();
-                        batch.delete_with(&key, WriteMeta::new().with_version(version));
+                        batch.delete_parts(&key, WriteMeta::new().with_version(version));
                     }
                 }
                 RecordKind::Delete => {
                     bytes += r.key.len();
-                    batch.delete_with(
-                        &engine_key(ns, &r.key),
-                        WriteMeta::new().with_version(version),
-                    );
+                    batch.delete_parts(&key, WriteMeta::new().with_version(version));
                 }
                 RecordKind::FlushDb => {
                     let m = changed.get_or_insert_with(|| DbMap::clone(&map));
@@ -760,7 +795,7 @@ impl Persistence {
         // Which records the keyspace lists: decided with the map this batch
         // installs (a key written after a FLUSHDB in the same transaction is in the
         // database's new namespace).
-        for list in &mut listed {
+        for list in listed.iter_mut() {
             if list.is_some_and(|i| !batch.key(i).is_some_and(|k| index.is_external(k))) {
                 *list = None;
             }
@@ -768,8 +803,7 @@ impl Persistence {
         let Some(engine) = self.engine.load_full() else {
             return Err("MISCONF the store is closed".into());
         };
-        let mut locations = Vec::new();
-        if let Err(e) = engine.write_located(&batch, &mut locations) {
+        if let Err(e) = engine.write_located(batch, locations) {
             let text = misconf(&e);
             tracing::warn!(
                 "Error writing to the log: {e}; refusing writes until it can be written"

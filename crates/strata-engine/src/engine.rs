@@ -351,14 +351,15 @@ impl Engine {
     /// offsets of the records that hold live values, so the scan recognises them
     /// by position without a lookup per record. Keys whose value is a chain of
     /// merge operands are built with the merge operator after the scan. `f` runs
-    /// on several threads at once, in no particular order of keys.
+    /// on several threads at once, in no particular order of keys, and is also told
+    /// which records make each value (for a caller keeping its own index).
     ///
     /// Keys written during the call may be passed with an older value, or not at
     /// all; it is meant for a store nobody writes meanwhile. A damaged record stops
     /// it with [`Error::Corrupt`].
     pub fn for_each_live<F>(&self, threads: usize, f: F) -> Result<()>
     where
-        F: Fn(&[u8], &[u8], Option<u64>) -> Result<()> + Sync,
+        F: Fn(&[u8], &[u8], Option<u64>, &Slot) -> Result<()> + Sync,
     {
         let inner = &*self.inner;
         // Buffered records are scanned too.
@@ -413,6 +414,7 @@ impl Engine {
                         record.key,
                         record.value,
                         (expires_at != 0).then_some(expires_at),
+                        &Slot::Value(location),
                     )
                 });
                 if let Err(e) = result {
@@ -432,9 +434,15 @@ impl Engine {
             return Err(e);
         }
         for key in chained.into_inner() {
-            if let Some(value) = self.get_value(&key)? {
-                f(&key, &value.bytes, value.expires_at)?;
+            let Some(entry) = inner.index.get(&key) else {
+                continue;
+            };
+            if entry.is_expired(now) {
+                continue;
             }
+            let bytes = inner.materialize(&key, &entry, false)?;
+            let expires_at = (entry.expires_at != 0).then_some(entry.expires_at);
+            f(&key, &bytes, expires_at, &entry.slot)?;
         }
         Ok(())
     }

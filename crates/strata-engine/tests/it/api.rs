@@ -428,7 +428,7 @@ fn for_each_live_sees_exactly_what_iteration_sees() {
     let scanned = |engine: &Engine, threads| {
         let seen = std::sync::Mutex::new(Vec::new());
         engine
-            .for_each_live(threads, |k, v, at| {
+            .for_each_live(threads, |k, v, at, _| {
                 seen.lock().unwrap().push((k.to_vec(), v.to_vec(), at));
                 Ok(())
             })

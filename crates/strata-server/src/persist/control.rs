@@ -430,7 +430,7 @@ fn enable(state: &Arc<ServerState>, keep: bool) -> Result<(), String> {
         p.sync_now()?;
         p.reset_base_size();
         if keep {
-            p.switch_index();
+            p.switch_index(true);
         }
         tracing::info!("{keys} keys written to the data directory");
         Ok(())

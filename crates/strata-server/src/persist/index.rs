@@ -96,7 +96,12 @@ pub fn to_entry(refs: &LogRefs) -> KeyEntry {
 }
 
 fn to_refs(entry: &KeyEntry) -> LogRefs {
-    match &entry.slot {
+    slot_refs(&entry.slot)
+}
+
+/// The keyspace's view of the records a slot names.
+pub fn slot_refs(slot: &Slot) -> LogRefs {
+    match slot {
         Slot::Value(l) => LogRefs::Value(to_loc(*l)),
         Slot::Merged(chain) => LogRefs::Chain {
             base: chain.base.map(to_loc),
@@ -156,13 +161,18 @@ impl StoreIndex {
     }
 
     /// Makes the keyspace list the records of every key it holds, as the keydir
-    /// knows them, and leaves in the keydir only the keys no database holds. Call
-    /// with every shard held (`shards`, from [`Keyspace::lock_all`]), so that no
-    /// command logs meanwhile; the map must not change either.
-    pub fn switch(&self, shards: &mut [parking_lot::MutexGuard<'_, strata_keyspace::Shard>]) {
+    /// knows them (unless `relist` is false: the caller listed them), and leaves in
+    /// the keydir only the keys no database holds. Call with every shard held
+    /// (`shards`, from [`Keyspace::lock_all`]), so that no command logs meanwhile;
+    /// the map must not change either.
+    pub fn switch(
+        &self,
+        shards: &mut [parking_lot::MutexGuard<'_, strata_keyspace::Shard>],
+        relist: bool,
+    ) {
         let keydir = self.keydir.load_full();
         let map = self.map.load_full();
-        for shard in shards.iter_mut() {
+        for shard in shards.iter_mut().filter(|_| relist) {
             for (db, ns) in shard.dbs_mut().iter_mut().zip(&map.namespaces) {
                 db.clear_log_refs();
                 let keys: Vec<Vec<u8>> = db.iter(0).map(|e| e.key().to_vec()).collect();

@@ -349,13 +349,16 @@ impl Persistence {
     /// keyspace holds everything the store does (after loading, after a store opened
     /// on a live keyspace is written, after the reconcile of a write error). Holds
     /// every shard meanwhile.
-    pub fn switch_index(&self) {
+    ///
+    /// With `relist`, every key's list is made from the engine's keydir; without,
+    /// the caller has listed them already (loading lists each key as it loads it).
+    pub fn switch_index(&self, relist: bool) {
         let started = Instant::now();
         let engine = self.engine();
         // A compaction asks the index between its reads: not while it changes hands.
         let _compaction = engine.as_ref().map(|e| e.hold_compaction());
         let mut shards = self.keyspace.lock_all();
-        self.index.load().switch(&mut shards);
+        self.index.load().switch(&mut shards, relist);
         drop(shards);
         tracing::debug!(
             "the keyspace lists the store's records ({:.3} s)",
@@ -463,7 +466,7 @@ impl Persistence {
             }
         };
         check_memory();
-        let scanned = engine.for_each_live(threads, |key, value, expiry| {
+        let scanned = engine.for_each_live(threads, |key, value, expiry, slot| {
             let Some((ns, user_key)) = key.split_first_chunk::<4>() else {
                 return Ok(());
             };
@@ -502,9 +505,11 @@ impl Persistence {
             };
             let hash = ks.hash(user_key);
             let ttl = expiry.map_or(Ttl::Persist, Ttl::At);
-            ks.lock(ks.shard_of_hash(hash))
-                .db(db)
-                .set(hash, user_key, v, ttl, now_ms);
+            let mut shard = ks.lock(ks.shard_of_hash(hash));
+            let data = shard.db(db);
+            data.set(hash, user_key, v, ttl, now_ms);
+            // The keyspace lists where the value is: the index after the switch.
+            data.set_log_refs(hash, user_key, Some(index::slot_refs(slot)));
             let n = keys.fetch_add(1, Ordering::Relaxed) + 1;
             if n % 1024 == 0 {
                 progress.store(total, Ordering::Relaxed);
@@ -527,7 +532,7 @@ impl Persistence {
                 + u64::from(engine.contains(&engine_key(META, DBMAP_KEY)))
                 + u64::from(engine.contains(&engine_key(META, FUNCTIONS_KEY))),
         );
-        self.switch_index();
+        self.switch_index(false);
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         tracing::info!(
             "DB loaded from disk: {keys} keys in {secs:.3} seconds ({:.1} MB/s)",
@@ -1073,7 +1078,7 @@ impl Persistence {
         });
         match result {
             Ok(fixed) => {
-                self.switch_index();
+                self.switch_index(true);
                 self.release_waiters();
                 self.set_error(None);
                 tracing::warn!("the log is writable again: {fixed} keys rewritten; writes resume");

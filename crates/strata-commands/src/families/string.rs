@@ -719,7 +719,8 @@ fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let key = args[1];
     let value = args[3];
-    let max = ctx.server.max_bulk_len() as i64;
+    // A server without a limit says usize::MAX: that must not wrap to -1.
+    let max = i64::try_from(ctx.server.max_bulk_len()).unwrap_or(i64::MAX);
     let too_long = offset
         .checked_add(value.len() as i64)
         .is_none_or(|total| total > max);

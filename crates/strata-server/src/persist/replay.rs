@@ -170,6 +170,23 @@ mod tests {
     }
 
     #[test]
+    fn replays_string_operations_past_any_client_limit() {
+        // What was accepted when it ran is replayed whatever the limits are now.
+        let r = Replay::new(EncodingLimits::default());
+        let ops = [
+            encode_op(&["SETRANGE", "s", "100000", "x"]),
+            encode_op(&["APPEND", "s", "yz"]),
+        ];
+        let refs: Vec<&[u8]> = ops.iter().map(Vec::as_slice).collect();
+        let out = r.apply(&key(b"s"), None, &refs);
+        let v =
+            strata_keyspace::serialize::decode(&out, &EncodingLimits::default()).expect("a value");
+        let s = v.as_str().expect("a string").to_vec();
+        assert_eq!(s.len(), 100_003);
+        assert_eq!(&s[100_000..], b"xyz");
+    }
+
+    #[test]
     fn replays_list_operations_on_a_value() {
         let r = Replay::new(EncodingLimits::default());
         let ops = [

@@ -14,7 +14,7 @@ use crate::support::{Proc, spawn_strata, strata, strata_in};
 
 /// Every key of every database with its type, contents and whether it has a TTL:
 /// what must be the same after a restart.
-fn dataset(conn: &mut redis::Connection) -> BTreeMap<(u8, Vec<u8>), String> {
+pub(crate) fn dataset(conn: &mut redis::Connection) -> BTreeMap<(u8, Vec<u8>), String> {
     let mut out = BTreeMap::new();
     for db in 0..16u8 {
         redis::cmd("SELECT").arg(db).exec(conn).expect("select");
@@ -116,7 +116,7 @@ fn write_everything(conn: &mut redis::Connection) {
     std::thread::sleep(Duration::from_millis(5));
 }
 
-fn info_field(conn: &mut redis::Connection, section: &str, name: &str) -> String {
+pub(crate) fn info_field(conn: &mut redis::Connection, section: &str, name: &str) -> String {
     let text: String = redis::cmd("INFO").arg(section).query(conn).expect("info");
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_owned))
@@ -723,6 +723,46 @@ fn compactions_under_writes_keep_every_value() {
     let server = strata_in(dir.path(), &[]);
     let mut conn = server.redis();
     assert_eq!(dataset(&mut conn), expected);
+}
+
+/// A key that expired is removed from memory without a record: its old value stays
+/// in the store. A new value under that key logged as an operation (SETRANGE far
+/// into a new string is cheaper to replay than to write whole) must not be replayed
+/// onto the old one.
+#[test]
+fn an_operation_on_a_recreated_key_never_builds_on_its_expired_value() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut server = strata_in(dir.path(), &[]);
+    let mut conn = server.redis();
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("old value")
+        .arg("PX")
+        .arg(20)
+        .query(&mut conn)
+        .expect("set");
+    std::thread::sleep(Duration::from_millis(50));
+    let len: usize = redis::cmd("SETRANGE")
+        .arg("k")
+        .arg(100_000)
+        .arg("x")
+        .query(&mut conn)
+        .expect("setrange");
+    assert_eq!(len, 100_001);
+    let head: Vec<u8> = conn.getrange("k", 0, 8).expect("getrange");
+    assert_eq!(head, vec![0u8; 9]);
+    drop(conn);
+    server.kill9();
+    let server = strata_in(dir.path(), &[]);
+    let mut conn = server.redis();
+    let head: Vec<u8> = conn.getrange("k", 0, 8).expect("getrange");
+    assert_eq!(
+        head,
+        vec![0u8; 9],
+        "the expired value came back under the new one"
+    );
+    let len: usize = conn.strlen("k").expect("strlen");
+    assert_eq!(len, 100_001);
 }
 
 #[test]

@@ -6,7 +6,10 @@
 //! changed them meanwhile ([`Index::replace_prefix`], [`Index::remove_if`]).
 //! The in-memory [`Keydir`](crate::Keydir) implements it today; an on-disk
 //! B+tree with Bloom filters for key sets larger than RAM can implement the
-//! same trait without the engine's API changing.
+//! same trait without the engine's API changing. A program that already holds
+//! every key in memory can answer for its keys from there instead of the engine
+//! keeping them twice: see [`Index::is_external`] and
+//! [`Engine::write_located`](crate::Engine::write_located).
 //!
 //! A key's entry names the records that make its value, in log order: the
 //! last full value (if any) followed by the merge operands written after it.

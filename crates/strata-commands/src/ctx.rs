@@ -52,6 +52,10 @@ pub struct Keys<'a> {
     explicit_ops: Vec<(usize, Vec<u8>, Vec<Vec<u8>>)>,
     /// Records of the commands run so far, for the log.
     pub records: Vec<Record>,
+    /// The keys `records` has records of, built only when a key's database lists
+    /// no records of it (see [`crate::effects::record_for`]) and kept up to date
+    /// from then on, so that a long transaction asks in O(1).
+    recorded_keys: Option<std::collections::HashSet<(usize, Vec<u8>)>>,
     /// Where keyspace notifications and tracking invalidations go, if anywhere.
     pub notify: Option<&'a PubSub>,
     /// The client running the command (0 for the server itself).
@@ -83,6 +87,7 @@ impl<'a> Keys<'a> {
             changed_keys: Vec::new(),
             explicit_ops: Vec::new(),
             records: Vec::new(),
+            recorded_keys: None,
             notify: None,
             client_id: 0,
             no_touch: false,
@@ -467,17 +472,32 @@ impl<'a> Keys<'a> {
                 .map(|(_, _, op)| op.clone())
                 .collect();
             explicit.retain(|(d, k, _)| !(*d == db_index && *k == key));
+            // Moved out while the key's database is borrowed.
+            let mut recorded = self.recorded_keys.take();
+            let mut earlier = std::mem::take(&mut self.records);
+            let (_, db) = self.other_db_for(db_index, &key);
             // Only the key's first record in this batch can follow records of an
             // old value the store still holds.
-            let first = !self
-                .records
-                .iter()
-                .any(|r| r.db == db_index && r.key == key);
-            let (_, db) = self.other_db_for(db_index, &key);
+            let first = || {
+                let set = recorded
+                    .get_or_insert_with(|| earlier.iter().map(|r| (r.db, r.key.clone())).collect());
+                !set.contains(&(db_index, key.clone()))
+            };
             let records =
                 crate::effects::record_for(db_index, db, &key, now, rule, argv, &ops, first);
-            self.records.extend(records);
+            if let Some(set) = &mut recorded {
+                set.extend(records.iter().map(|r| (r.db, r.key.clone())));
+            }
+            earlier.extend(records);
+            self.records = earlier;
+            self.recorded_keys = recorded;
         }
+    }
+
+    /// Takes the records built so far (the batch to append), starting a new batch.
+    pub fn take_records(&mut self) -> Vec<Record> {
+        self.recorded_keys = None;
+        std::mem::take(&mut self.records)
     }
 
     /// After the store appended `records`: lists in each key's database where the

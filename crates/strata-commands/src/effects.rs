@@ -132,8 +132,8 @@ pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
 /// The record for a key changed by one command, from its state now.
 ///
 /// `explicit` are the operations the handler gave for this key (in order), `argv`
-/// the command and `rule` its table rule; `first` says whether this is the key's
-/// first record in its batch.
+/// the command and `rule` its table rule; `first` tells whether this is the key's
+/// first record in its batch (asked only when it matters, which is rare).
 ///
 /// Operations on a key whose records the database does not list follow a
 /// [`RecordKind::Fresh`], so that replay never applies them to an old value the
@@ -147,12 +147,12 @@ pub fn record_for(
     rule: LogRule,
     argv: &[&[u8]],
     explicit: &[Vec<Vec<u8>>],
-    first: bool,
+    first: impl FnOnce() -> bool,
 ) -> Vec<Record> {
     let (mut records, listed) = record_for_key(db_index, db, key, now_ms, rule, argv, explicit);
-    if first
-        && !listed
+    if !listed
         && matches!(records.first(), Some(r) if matches!(r.kind, RecordKind::Op { .. }))
+        && first()
     {
         records.insert(
             0,

@@ -622,7 +622,7 @@ fn evict_key(
         hub.tracking
             .flush_bcast(0, &hub.limits, &mut keys.tracking, now_ms);
     }
-    let records = std::mem::take(&mut keys.records);
+    let records = keys.take_records();
     if !records.is_empty() {
         // A failed append leaves the store refusing writes until its reconcile,
         // which rewrites whatever differs from memory, this deletion included.

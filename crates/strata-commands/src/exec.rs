@@ -381,7 +381,7 @@ pub fn run(
     let freed = std::mem::take(&mut ctx.keys.freed);
     let dirty = ctx.keys.dirty;
     let ready = std::mem::take(&mut ctx.keys.ready);
-    let records = std::mem::take(&mut ctx.keys.records);
+    let records = ctx.keys.take_records();
     // Logged while the command's shard locks are still held, so that the log's order
     // of changes to a key is the order in which they happened.
     let logged = if records.is_empty() {

@@ -738,6 +738,16 @@ impl Db {
         self.log_index.as_ref()?.get(hash, key)
     }
 
+    /// The oldest record of `key` in the store's log, if the database lists it;
+    /// cheap however long the key's chain of operations is.
+    pub fn first_log_location(&self, hash: u64, key: &[u8]) -> Option<LogLoc> {
+        let entry = self.dict.get(hash, key)?;
+        if !entry.logged {
+            return None;
+        }
+        self.log_index.as_ref()?.first(hash, key)
+    }
+
     fn log_index_mut(&mut self) -> &mut LogIndex {
         self.log_index.get_or_insert_with(Box::default)
     }

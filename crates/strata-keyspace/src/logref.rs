@@ -142,12 +142,16 @@ fn narrow_of(refs: &LogRefs) -> Option<Narrow> {
     }
 }
 
-fn from_narrow(n: Narrow) -> LogRefs {
-    LogRefs::Value(LogLoc {
+fn from_narrow_loc(n: Narrow) -> LogLoc {
+    LogLoc {
         segment: u64::from(n[0]),
         offset: n[1],
         len: n[2],
-    })
+    }
+}
+
+fn from_narrow(n: Narrow) -> LogRefs {
+    LogRefs::Value(from_narrow_loc(n))
 }
 
 /// One database's lists of records (see the module docs).
@@ -232,30 +236,56 @@ impl LogIndex {
     }
 
     /// Applies a logged change to `key` (flagged if `listed`); returns the bytes of
-    /// records it made dead.
+    /// records it made dead. An operation is appended in place: O(1) however long
+    /// the key's chain has grown.
     pub fn apply(&mut self, hash: u64, key: &[u8], listed: bool, change: LogChange) -> u64 {
-        match change {
-            LogChange::Put(loc) => self.set(hash, key, listed, LogRefs::Value(loc)),
-            LogChange::Op(loc) => {
-                let refs = match listed.then(|| self.get(hash, key)).flatten() {
-                    Some(LogRefs::Value(base)) => LogRefs::Chain {
-                        base: Some(base),
-                        operands: vec![loc],
-                    },
-                    Some(LogRefs::Chain { base, mut operands }) => {
-                        operands.push(loc);
-                        LogRefs::Chain { base, operands }
+        let loc = match change {
+            LogChange::Put(loc) => return self.set(hash, key, listed, LogRefs::Value(loc)),
+            LogChange::Op(loc) => loc,
+        };
+        // Nothing becomes dead: the old records are still the chain's.
+        if listed {
+            if let Some(refs) = self.wide.get_mut(key) {
+                match refs {
+                    LogRefs::Chain { operands, .. } => operands.push(loc),
+                    LogRefs::Value(base) => {
+                        *refs = LogRefs::Chain {
+                            base: Some(*base),
+                            operands: vec![loc],
+                        }
                     }
-                    None => LogRefs::Chain {
-                        base: None,
-                        operands: vec![loc],
-                    },
-                };
-                // Nothing becomes dead: the old records are still the chain's.
-                self.set(hash, key, listed, refs);
-                0
+                }
+                return 0;
             }
+            let base = self.narrow.remove(&frag(hash)).map(from_narrow_loc);
+            self.wide.insert(
+                key.into(),
+                LogRefs::Chain {
+                    base,
+                    operands: vec![loc],
+                },
+            );
+        } else {
+            LISTED.fetch_add(1, Ordering::Relaxed);
+            self.wide.insert(
+                key.into(),
+                LogRefs::Chain {
+                    base: None,
+                    operands: vec![loc],
+                },
+            );
         }
+        0
+    }
+
+    /// The oldest record of the flagged key `key`, without copying a chain.
+    pub fn first(&self, hash: u64, key: &[u8]) -> Option<LogLoc> {
+        if !self.wide.is_empty()
+            && let Some(refs) = self.wide.get(key)
+        {
+            return refs.locations().next();
+        }
+        self.narrow.get(&frag(hash)).copied().map(from_narrow_loc)
     }
 
     /// Forgets the records of the flagged key `key`; returns their bytes.

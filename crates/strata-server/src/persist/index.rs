@@ -250,8 +250,8 @@ impl Index for StoreIndex {
 
     fn first_location(&self, key: &[u8]) -> Option<Location> {
         if self.in_keyspace(key) {
-            let refs = self.with_db(key, |db, hash, k| db.log_refs(hash, k))??;
-            return refs.locations().next().map(to_location);
+            let first = self.with_db(key, |db, hash, k| db.first_log_location(hash, k))??;
+            return Some(to_location(first));
         }
         self.keydir.load().first_location(key)
     }

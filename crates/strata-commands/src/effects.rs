@@ -217,7 +217,8 @@ fn records_of(
             })
             .collect();
     }
-    let value_size = entry.value.heap_size() + 1;
+    // O(1) per command, whatever the value's size.
+    let value_size = entry.value.heap_size_quick() + 1;
     match rule {
         // A value out of memory (`maxmemory-policy tiered`) is unchanged — the
         // commands that may run on one never change it — and is already the key's

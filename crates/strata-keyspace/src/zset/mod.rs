@@ -623,6 +623,16 @@ impl ZSet {
     }
 
     /// Bytes held on the heap, including each encoding's overhead.
+    /// [`ZSet::heap_size`] without the tree's nodes: O(1), a lower bound.
+    pub fn heap_size_quick(&self) -> usize {
+        match &self.repr {
+            Repr::Listpack(p) => p.heap_size(),
+            Repr::Skiplist(b) => {
+                std::mem::size_of::<Big>() + b.dict.allocated_bytes() + b.tree.item_heap()
+            }
+        }
+    }
+
     pub fn heap_size(&self) -> usize {
         match &self.repr {
             Repr::Listpack(p) => p.heap_size(),

@@ -81,17 +81,10 @@ pub(crate) fn run(inner: &Inner) -> Result<CompactionReport> {
             if record.header.kind == Kind::Delete {
                 return Ok(());
             }
-            // Only the key's oldest record starts its copy; the cheap check first,
-            // since a long chain of merge operands is costly to copy.
-            if inner.index.first_location(record.key) != Some(location) {
-                return Ok(());
-            }
-            let Some(entry) = inner.index.get(record.key) else {
+            // Only the key's oldest record starts its copy.
+            let Some(entry) = inner.index.get_if_first(record.key, location) else {
                 return Ok(());
             };
-            if entry.first_location() != Some(location) {
-                return Ok(());
-            }
             if entry.is_expired(now) {
                 expired.push((record.key.into(), entry));
                 return Ok(());

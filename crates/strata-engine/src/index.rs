@@ -157,6 +157,17 @@ pub trait Index: Send + Sync + fmt::Debug {
         self.get(key).and_then(|e| e.first_location())
     }
 
+    /// The key's entry if its oldest record is at `location` (compaction's question
+    /// for every record it reads: is this where a live key's value starts?).
+    /// Implementations where a lookup is costly should answer with one.
+    fn get_if_first(&self, key: &[u8], location: Location) -> Option<KeyEntry> {
+        if self.first_location(key) != Some(location) {
+            return None;
+        }
+        self.get(key)
+            .filter(|e| e.first_location() == Some(location))
+    }
+
     /// Calls `f` with every key that has an entry and its [`Head`] (expired keys
     /// included): the plan for reading a whole store in log order.
     ///

@@ -241,6 +241,21 @@ impl Index for StoreIndex {
         self.keydir.load().get(key)
     }
 
+    fn get_if_first(&self, key: &[u8], location: Location) -> Option<KeyEntry> {
+        if self.in_keyspace(key) {
+            // One shard lock and one lookup; a chain is copied only when it starts
+            // here (once per key and compaction).
+            let want = to_loc(location);
+            let refs = self.with_db(key, |db, hash, k| {
+                (db.first_log_location(hash, k) == Some(want))
+                    .then(|| db.log_refs(hash, k))
+                    .flatten()
+            })??;
+            return Some(to_entry(&refs));
+        }
+        self.keydir.load().get_if_first(key, location)
+    }
+
     fn expires_at(&self, key: &[u8]) -> Option<u64> {
         if self.in_keyspace(key) {
             return self.get(key).map(|e| e.expires_at);
@@ -342,6 +357,9 @@ impl Index for Shared {
     }
     fn first_location(&self, key: &[u8]) -> Option<Location> {
         self.0.first_location(key)
+    }
+    fn get_if_first(&self, key: &[u8], location: Location) -> Option<KeyEntry> {
+        self.0.get_if_first(key, location)
     }
     fn for_each_head(&self, f: &mut dyn FnMut(&[u8], Head)) {
         self.0.for_each_head(f)

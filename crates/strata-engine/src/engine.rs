@@ -592,28 +592,19 @@ impl Inner {
     /// Writes `ops` as one unit; returns the version of the last record. With
     /// `located`, the location of each op's record is pushed there.
     fn write_ops(&self, ops: &[Op<'_>], located: Option<&mut Vec<Location>>) -> Result<u64> {
+        // Which entry is each op's own record (a merge may follow a tombstone the
+        // caller did not ask for).
+        let own = std::cell::RefCell::new(Vec::new());
+        let want = located.is_some();
         self.log.append_planned(
-            |out| self.plan(ops, out),
+            |out| {
+                let mut own = want.then(|| own.borrow_mut());
+                self.plan(ops, out, own.as_deref_mut())
+            },
             |entries, locations| {
                 self.apply(entries, locations);
                 if let Some(located) = located {
-                    // A merge onto an expired key is preceded by a tombstone the
-                    // caller did not ask for: skip those (external keys have none).
-                    let mut ops = ops.iter().peekable();
-                    for (entry, location) in entries.iter().zip(locations) {
-                        let asked = ops.peek().is_some_and(|op| {
-                            let kind = if op.kind == Kind::Batch {
-                                Kind::Delete
-                            } else {
-                                op.kind
-                            };
-                            op.key == entry.key && kind == entry.kind
-                        });
-                        if asked {
-                            ops.next();
-                            located.push(*location);
-                        }
-                    }
+                    located.extend(own.borrow().iter().filter_map(|&i| locations.get(i)));
                 }
                 entries.last().map_or(0, |e| e.version)
             },
@@ -630,7 +621,8 @@ impl Inner {
     }
 
     /// Chooses the records for `ops`. Runs under the log's writer lock.
-    fn plan<'a>(&self, ops: &[Op<'a>], out: &mut Vec<Entry<'a>>) {
+    /// With `own`, pushes there the index in `out` of each op's own record.
+    fn plan<'a>(&self, ops: &[Op<'a>], out: &mut Vec<Entry<'a>>, mut own: Option<&mut Vec<usize>>) {
         // Only merges need the time; puts and deletes never read the clock.
         let mut now = None;
         // The expiry of keys written earlier in this batch (`None`: deleted).
@@ -682,6 +674,9 @@ impl Inner {
                 version,
                 expires_at,
             });
+            if let Some(own) = own.as_deref_mut() {
+                own.push(out.len() - 1);
+            }
             if batch {
                 touched.insert(op.key, (kind != Kind::Delete).then_some(expires_at));
             }

@@ -254,6 +254,64 @@ pub trait Index: Send + Sync + fmt::Debug {
     fn scan(&self, token: &[u8]) -> ScanChunk;
 }
 
+/// A shared index is an index: the owner keeps an `Arc` to it while the engine
+/// holds another (for an index the caller also reaches, see [`Index::is_external`]).
+impl<T: Index + ?Sized> Index for std::sync::Arc<T> {
+    fn get(&self, key: &[u8]) -> Option<KeyEntry> {
+        (**self).get(key)
+    }
+    fn expires_at(&self, key: &[u8]) -> Option<u64> {
+        (**self).expires_at(key)
+    }
+    fn first_location(&self, key: &[u8]) -> Option<Location> {
+        (**self).first_location(key)
+    }
+    fn get_if_first(&self, key: &[u8], location: Location) -> Option<KeyEntry> {
+        (**self).get_if_first(key, location)
+    }
+    fn for_each_head(&self, f: &mut dyn FnMut(&[u8], Head)) {
+        (**self).for_each_head(f)
+    }
+    fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
+        (**self).apply(key, change)
+    }
+    fn is_external(&self, key: &[u8]) -> bool {
+        (**self).is_external(key)
+    }
+    fn take_freed(&self) -> u64 {
+        (**self).take_freed()
+    }
+    fn replace_prefix(
+        &self,
+        key: &[u8],
+        prefix: &[Location],
+        replacement: Location,
+    ) -> Option<u64> {
+        (**self).replace_prefix(key, prefix, replacement)
+    }
+    fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64> {
+        (**self).remove_if(key, expected)
+    }
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn memory_bytes(&self) -> u64 {
+        (**self).memory_bytes()
+    }
+    fn is_empty(&self) -> bool {
+        (**self).is_empty()
+    }
+    fn partitions(&self) -> usize {
+        (**self).partitions()
+    }
+    fn partition(&self, key: &[u8]) -> usize {
+        (**self).partition(key)
+    }
+    fn scan(&self, token: &[u8]) -> ScanChunk {
+        (**self).scan(token)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

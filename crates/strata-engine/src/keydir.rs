@@ -244,6 +244,17 @@ impl Keydir {
         }
     }
 
+    /// Keeps only the keys `keep` says yes to, and gives the memory of the others
+    /// back (for an owner that takes over most keys, see
+    /// [`Index::is_external`]).
+    pub fn retain(&self, mut keep: impl FnMut(&[u8]) -> bool) {
+        for shard in &self.shards {
+            let mut shard = shard.write();
+            shard.retain(|key, _| keep(key.as_slice()));
+            shard.shrink_to_fit();
+        }
+    }
+
     fn shard_index(&self, key: &[u8]) -> usize {
         (self.hasher.hash_one(key) >> 58) as usize % SHARDS
     }

@@ -92,36 +92,7 @@ fn external_keys_get_their_locations_back_and_survive_compaction() {
     let dir = tempfile::tempdir().unwrap();
     let options: Options = disk_options().with_merge_operator(Arc::new(AppendOperator));
     let index = Arc::new(Split::default());
-    #[derive(Debug)]
-    struct Handle(Arc<Split>);
-    impl Index for Handle {
-        fn get(&self, key: &[u8]) -> Option<KeyEntry> {
-            self.0.get(key)
-        }
-        fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
-            self.0.apply(key, change)
-        }
-        fn is_external(&self, key: &[u8]) -> bool {
-            self.0.is_external(key)
-        }
-        fn take_freed(&self) -> u64 {
-            self.0.take_freed()
-        }
-        fn replace_prefix(&self, k: &[u8], p: &[Location], r: Location) -> Option<u64> {
-            self.0.replace_prefix(k, p, r)
-        }
-        fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64> {
-            self.0.remove_if(key, expected)
-        }
-        fn len(&self) -> u64 {
-            self.0.len()
-        }
-        fn scan(&self, token: &[u8]) -> ScanChunk {
-            self.0.scan(token)
-        }
-    }
-    let engine =
-        Engine::open_with_index(dir.path(), options, Box::new(Handle(index.clone()))).unwrap();
+    let engine = Engine::open_with_index(dir.path(), options, Box::new(index.clone())).unwrap();
     let apply = |batch: &WriteBatch, locations: &[Location], kinds: &[&str]| {
         let mut map = index.external.lock();
         for (i, kind) in kinds.iter().enumerate() {

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::ArcSwap;
-use strata_engine::index::{Chain, Change, Head, ScanChunk, Slot};
+use strata_engine::index::{Chain, Change, ScanChunk, Slot};
 use strata_engine::{Index, KeyEntry, Keydir, Location, SegmentId};
 use strata_keyspace::Keyspace;
 use strata_keyspace::logref::{LogLoc, LogRefs};
@@ -48,7 +48,7 @@ pub struct StoreIndex {
     /// Set by [`StoreIndex::switch`]: the keyspace lists the external keys.
     external: AtomicBool,
     /// Every key before the switch; the others after it.
-    keydir: ArcSwap<Keydir>,
+    keydir: Keydir,
 }
 
 impl std::fmt::Debug for StoreIndex {
@@ -123,7 +123,7 @@ impl StoreIndex {
             keyspace,
             map,
             external: AtomicBool::new(false),
-            keydir: ArcSwap::from_pointee(Keydir::new()),
+            keydir: Keydir::new(),
         }
     }
 
@@ -170,65 +170,24 @@ impl StoreIndex {
         shards: &mut [parking_lot::MutexGuard<'_, strata_keyspace::Shard>],
         relist: bool,
     ) {
-        let keydir = self.keydir.load_full();
         let map = self.map.load_full();
-        for shard in shards.iter_mut().filter(|_| relist) {
-            for (db, ns) in shard.dbs_mut().iter_mut().zip(&map.namespaces) {
-                db.clear_log_refs();
-                let keys: Vec<Vec<u8>> = db.iter(0).map(|e| e.key().to_vec()).collect();
-                db.reserve_log(keys.len());
-                for key in keys {
-                    let refs = keydir.get(&engine_key(*ns, &key)).map(|e| to_refs(&e));
-                    let hash = db.hash(&key);
-                    db.set_log_refs(hash, &key, refs);
+        if relist {
+            for shard in shards.iter_mut() {
+                for (db, ns) in shard.dbs_mut().iter_mut().zip(&map.namespaces) {
+                    db.clear_log_refs();
+                    let keys: Vec<Vec<u8>> = db.iter(0).map(|e| e.key().to_vec()).collect();
+                    db.reserve_log(keys.len());
+                    for key in keys {
+                        let refs = self.keydir.get(&engine_key(*ns, &key)).map(|e| to_refs(&e));
+                        let hash = db.hash(&key);
+                        db.set_log_refs(hash, &key, refs);
+                    }
                 }
             }
         }
-        // The rest: keys of unmapped namespaces and strata's own.
-        let rest = Keydir::new();
-        let mut token = Vec::new();
-        loop {
-            let chunk = keydir.scan(&token);
-            for (key, entry) in &chunk.entries {
-                if self.mapped(key) {
-                    continue;
-                }
-                copy_entry(&rest, key, entry);
-            }
-            match chunk.next {
-                Some(next) => token = next,
-                None => break,
-            }
-        }
-        self.keydir.store(Arc::new(rest));
+        // What stays: keys of unmapped namespaces and strata's own.
+        self.keydir.retain(|key| !self.mapped(key));
         self.external.store(true, Ordering::Release);
-    }
-}
-
-/// Writes `entry` into `keydir` as the changes that make it.
-fn copy_entry(keydir: &Keydir, key: &[u8], entry: &KeyEntry) {
-    let put = |location| Change::Put {
-        location,
-        version: entry.version,
-        expires_at: entry.expires_at,
-    };
-    let merge = |location| Change::Merge {
-        location,
-        version: entry.version,
-        expires_at: entry.expires_at,
-    };
-    match &entry.slot {
-        Slot::Value(l) => {
-            keydir.apply(key, put(*l));
-        }
-        Slot::Merged(chain) => {
-            if let Some(base) = chain.base {
-                keydir.apply(key, put(base));
-            }
-            for op in &chain.operands {
-                keydir.apply(key, merge(*op));
-            }
-        }
     }
 }
 
@@ -238,7 +197,7 @@ impl Index for StoreIndex {
             let refs = self.with_db(key, |db, hash, k| db.log_refs(hash, k))??;
             return Some(to_entry(&refs));
         }
-        self.keydir.load().get(key)
+        self.keydir.get(key)
     }
 
     fn get_if_first(&self, key: &[u8], location: Location) -> Option<KeyEntry> {
@@ -253,14 +212,14 @@ impl Index for StoreIndex {
             })??;
             return Some(to_entry(&refs));
         }
-        self.keydir.load().get_if_first(key, location)
+        self.keydir.get_if_first(key, location)
     }
 
     fn expires_at(&self, key: &[u8]) -> Option<u64> {
         if self.in_keyspace(key) {
             return self.get(key).map(|e| e.expires_at);
         }
-        self.keydir.load().expires_at(key)
+        self.keydir.expires_at(key)
     }
 
     fn first_location(&self, key: &[u8]) -> Option<Location> {
@@ -268,12 +227,12 @@ impl Index for StoreIndex {
             let first = self.with_db(key, |db, hash, k| db.first_log_location(hash, k))??;
             return Some(to_location(first));
         }
-        self.keydir.load().first_location(key)
+        self.keydir.first_location(key)
     }
 
     fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
         // The engine never applies external keys' changes (see `is_external`).
-        self.keydir.load().apply(key, change)
+        self.keydir.apply(key, change)
     }
 
     fn is_external(&self, key: &[u8]) -> bool {
@@ -303,7 +262,7 @@ impl Index for StoreIndex {
                 })
                 .flatten();
         }
-        self.keydir.load().replace_prefix(key, prefix, replacement)
+        self.keydir.replace_prefix(key, prefix, replacement)
     }
 
     fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64> {
@@ -311,7 +270,7 @@ impl Index for StoreIndex {
             // Never expired in the engine's eyes (see `to_entry`): nothing to remove.
             return None;
         }
-        self.keydir.load().remove_if(key, expected)
+        self.keydir.remove_if(key, expected)
     }
 
     fn len(&self) -> u64 {
@@ -320,19 +279,19 @@ impl Index for StoreIndex {
         } else {
             0
         };
-        self.keydir.load().len() + listed
+        self.keydir.len() + listed
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.keydir.load().memory_bytes()
+        self.keydir.memory_bytes()
     }
 
     fn partitions(&self) -> usize {
-        self.keydir.load().partitions()
+        self.keydir.partitions()
     }
 
     fn partition(&self, key: &[u8]) -> usize {
-        self.keydir.load().partition(key)
+        self.keydir.partition(key)
     }
 
     /// The keydir's keys only: after the switch, the keys the keyspace lists are
@@ -340,63 +299,6 @@ impl Index for StoreIndex {
     /// switch, and the reaper of dead namespaces needs only the keydir's), so a scan
     /// never takes a shard, and may run while a command holds them all.
     fn scan(&self, token: &[u8]) -> ScanChunk {
-        self.keydir.load().scan(token)
-    }
-}
-
-/// The engine's handle on a shared [`StoreIndex`].
-#[derive(Debug, Clone)]
-pub struct Shared(pub Arc<StoreIndex>);
-
-impl Index for Shared {
-    fn get(&self, key: &[u8]) -> Option<KeyEntry> {
-        self.0.get(key)
-    }
-    fn expires_at(&self, key: &[u8]) -> Option<u64> {
-        self.0.expires_at(key)
-    }
-    fn first_location(&self, key: &[u8]) -> Option<Location> {
-        self.0.first_location(key)
-    }
-    fn get_if_first(&self, key: &[u8], location: Location) -> Option<KeyEntry> {
-        self.0.get_if_first(key, location)
-    }
-    fn for_each_head(&self, f: &mut dyn FnMut(&[u8], Head)) {
-        self.0.for_each_head(f)
-    }
-    fn apply(&self, key: &[u8], change: Change) -> Option<u64> {
-        self.0.apply(key, change)
-    }
-    fn is_external(&self, key: &[u8]) -> bool {
-        self.0.is_external(key)
-    }
-    fn take_freed(&self) -> u64 {
-        self.0.take_freed()
-    }
-    fn replace_prefix(
-        &self,
-        key: &[u8],
-        prefix: &[Location],
-        replacement: Location,
-    ) -> Option<u64> {
-        self.0.replace_prefix(key, prefix, replacement)
-    }
-    fn remove_if(&self, key: &[u8], expected: &KeyEntry) -> Option<u64> {
-        self.0.remove_if(key, expected)
-    }
-    fn len(&self) -> u64 {
-        self.0.len()
-    }
-    fn memory_bytes(&self) -> u64 {
-        self.0.memory_bytes()
-    }
-    fn partitions(&self) -> usize {
-        self.0.partitions()
-    }
-    fn partition(&self, key: &[u8]) -> usize {
-        self.0.partition(key)
-    }
-    fn scan(&self, token: &[u8]) -> ScanChunk {
-        self.0.scan(token)
+        self.keydir.scan(token)
     }
 }

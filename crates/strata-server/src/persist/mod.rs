@@ -285,12 +285,8 @@ impl Persistence {
         let databases = keyspace.databases();
         let shared_map = Arc::new(ArcSwap::from_pointee(DbMap::initial(databases)));
         let index = Arc::new(index::StoreIndex::new(keyspace.clone(), shared_map.clone()));
-        let engine = Engine::open_with_index(
-            &dir,
-            options.clone(),
-            Box::new(index::Shared(index.clone())),
-        )
-        .map_err(|e| anyhow::anyhow!("can't open the data directory {}: {e}", dir.display()))?;
+        let engine = Engine::open_with_index(&dir, options.clone(), Box::new(index.clone()))
+            .map_err(|e| anyhow::anyhow!("can't open the data directory {}: {e}", dir.display()))?;
         let map = match engine.get(&engine_key(META, DBMAP_KEY)) {
             Ok(Some(bytes)) => DbMap::decode(&bytes).ok_or_else(|| {
                 anyhow::anyhow!("the database map in {} is damaged", dir.display())
@@ -305,6 +301,7 @@ impl Persistence {
                 map.namespaces.len()
             );
         }
+        shared_map.store(Arc::new(map));
         let stats = PersistStats::default();
         stats
             .base_size
@@ -316,10 +313,7 @@ impl Persistence {
             engine: ArcSwapOption::from_pointee(engine),
             index: ArcSwap::new(index),
             keyspace,
-            map: {
-                shared_map.store(Arc::new(map));
-                shared_map
-            },
+            map: shared_map,
             map_change: Mutex::new(()),
             map_pending: AtomicBool::new(false),
             functions: Mutex::new(None),
@@ -579,26 +573,17 @@ impl Persistence {
             return Ok(None);
         };
         let key = engine_key(ns, key);
-        if let Some(refs) = refs.filter(|_| self.index.load().is_switched()) {
-            match engine.read_entry(&key, &index::to_entry(refs), false) {
-                Ok(bytes) => {
-                    return decode_stored(
-                        Some(strata_engine::Value {
-                            bytes,
-                            version: 0,
-                            expires_at: None,
-                        }),
-                        limits,
-                    );
-                }
-                Err(strata_engine::Error::SegmentGone { .. }) => {}
-                Err(e) => return Err(format!("ERR can't read the value from disk: {e}")),
-            }
-        }
-        let stored = engine
-            .get_value_expired_too(&key)
-            .map_err(|e| format!("ERR can't read the value from disk: {e}"))?;
-        decode_stored(stored, limits)
+        let listed = refs.filter(|_| self.index.load().is_switched());
+        let bytes = match listed.map(|r| engine.read_entry(&key, &index::to_entry(r), false)) {
+            Some(Ok(bytes)) => Some(bytes),
+            // Compaction moved the records since the caller saw them: ask the index.
+            None | Some(Err(strata_engine::Error::SegmentGone { .. })) => engine
+                .get_value_expired_too(&key)
+                .map(|v| v.map(|v| v.bytes))
+                .map_err(|e| format!("ERR can't read the value from disk: {e}"))?,
+            Some(Err(e)) => return Err(format!("ERR can't read the value from disk: {e}")),
+        };
+        decode_stored(bytes, limits)
     }
 
     /// [`Persistence::read_value`] if it needs no wait for the device (the record is
@@ -617,31 +602,26 @@ impl Persistence {
         let engine = self.engine()?;
         let ns = *self.map.load().namespaces.get(db)?;
         let key = engine_key(ns, key);
-        let stored = if self.index.load().is_switched() {
-            let bytes = engine
+        let bytes = if self.index.load().is_switched() {
+            engine
                 .read_entry(&key, &index::to_entry(refs?), true)
-                .ok()?;
-            Some(strata_engine::Value {
-                bytes,
-                version: 0,
-                expires_at: None,
-            })
+                .ok()?
         } else {
-            engine.get_value_cached(&key).ok()?
+            engine.get_value_cached(&key).ok()??.bytes
         };
-        decode_stored(stored, limits).ok().flatten()
+        decode_stored(Some(bytes), limits).ok().flatten()
     }
 }
 
 /// A stored value decoded for the keyspace.
 fn decode_stored(
-    stored: Option<strata_engine::Value>,
+    bytes: Option<Vec<u8>>,
     limits: &strata_keyspace::EncodingLimits,
 ) -> Result<Option<strata_keyspace::Value>, String> {
-    let Some(stored) = stored else {
+    let Some(bytes) = bytes else {
         return Ok(None);
     };
-    strata_keyspace::serialize::decode(&stored.bytes, limits)
+    strata_keyspace::serialize::decode(&bytes, limits)
         .map(Some)
         .map_err(|e| format!("ERR the value read from disk is damaged: {e}"))
 }
@@ -1059,17 +1039,15 @@ impl Persistence {
             self.keyspace.clone(),
             self.map.clone(),
         ));
-        let engine = match Engine::open_with_index(
-            &self.dir,
-            self.options.clone(),
-            Box::new(index::Shared(index.clone())),
-        ) {
-            Ok(e) => Arc::new(e),
-            Err(e) => {
-                tracing::debug!("the log is still not writable: {e}");
-                return;
-            }
-        };
+        let engine =
+            match Engine::open_with_index(&self.dir, self.options.clone(), Box::new(index.clone()))
+            {
+                Ok(e) => Arc::new(e),
+                Err(e) => {
+                    tracing::debug!("the log is still not writable: {e}");
+                    return;
+                }
+            };
         self.index.store(index);
         self.engine.store(Some(engine.clone()));
         let result = self.reconcile(&engine, ks).and_then(|fixed| {

@@ -149,46 +149,23 @@ pub fn record_for(
     explicit: &[Vec<Vec<u8>>],
     first: impl FnOnce() -> bool,
 ) -> Vec<Record> {
-    let (mut records, listed) = record_for_key(db_index, db, key, now_ms, rule, argv, explicit);
-    if !listed
+    let hash = db.hash(key);
+    let record = |kind| Record {
+        db: db_index,
+        key: key.to_vec(),
+        kind,
+    };
+    let Some(entry) = db.peek(hash, key, now_ms) else {
+        return vec![record(RecordKind::Delete)];
+    };
+    let mut records = records_of(db_index, db, entry, key, rule, argv, explicit);
+    if !entry.is_logged()
         && matches!(records.first(), Some(r) if matches!(r.kind, RecordKind::Op { .. }))
         && first()
     {
-        records.insert(
-            0,
-            Record {
-                db: db_index,
-                key: key.to_vec(),
-                kind: RecordKind::Fresh,
-            },
-        );
+        records.insert(0, record(RecordKind::Fresh));
     }
     records
-}
-
-/// The records of a key, and whether its database lists records of it.
-fn record_for_key(
-    db_index: usize,
-    db: &mut Db,
-    key: &[u8],
-    now_ms: u64,
-    rule: LogRule,
-    argv: &[&[u8]],
-    explicit: &[Vec<Vec<u8>>],
-) -> (Vec<Record>, bool) {
-    let hash = db.hash(key);
-    let Some(entry) = db.peek(hash, key, now_ms) else {
-        let delete = Record {
-            db: db_index,
-            key: key.to_vec(),
-            kind: RecordKind::Delete,
-        };
-        return (vec![delete], false);
-    };
-    (
-        records_of(db_index, db, entry, key, rule, argv, explicit),
-        entry.is_logged(),
-    )
 }
 
 fn records_of(

@@ -828,28 +828,9 @@ impl Db {
         }
     }
 
-    /// Calls `f` with every key whose records the database knows, and the records.
-    pub fn for_each_logged(&self, mut f: impl FnMut(&[u8], LogRefs)) {
-        for e in self.dict.iter() {
-            if e.logged
-                && let Some(refs) = self
-                    .log_index
-                    .as_ref()
-                    .and_then(|i| i.get(self.hash(&e.key), &e.key))
-            {
-                f(&e.key, refs);
-            }
-        }
-    }
-
     /// Keys whose records the database knows.
     pub fn logged_len(&self) -> usize {
         self.log_index.as_ref().map_or(0, |i| i.len())
-    }
-
-    /// Bytes the lists of records hold, by estimate.
-    pub fn log_index_bytes(&self) -> usize {
-        self.log_index.as_ref().map_or(0, |i| i.allocated_bytes())
     }
 
     /// Makes room for `additional` more keys' records.

@@ -177,12 +177,6 @@ impl LogIndex {
         self.len() == 0
     }
 
-    /// Bytes the lists hold, by estimate.
-    pub fn allocated_bytes(&self) -> usize {
-        self.narrow.capacity() * (std::mem::size_of::<(u32, Narrow)>() + 1)
-            + self.wide.capacity() * (std::mem::size_of::<(Box<[u8]>, LogRefs)>() + 1 + 16)
-    }
-
     /// The records of the flagged key `key`.
     pub fn get(&self, hash: u64, key: &[u8]) -> Option<LogRefs> {
         if !self.wide.is_empty()
@@ -301,13 +295,6 @@ impl LogIndex {
         };
         LISTED.fetch_sub(1, Ordering::Relaxed);
         freed
-    }
-
-    /// Forgets every key's records (the caller unflags the entries).
-    pub fn clear(&mut self) {
-        LISTED.fetch_sub(self.len() as u64, Ordering::Relaxed);
-        self.narrow = HashMap::default();
-        self.wide = HashMap::default();
     }
 
     /// Makes room for `additional` more keys.

@@ -158,7 +158,15 @@ pub fn record_for(
     let Some(entry) = db.peek(hash, key, now_ms) else {
         return vec![record(RecordKind::Delete)];
     };
-    let mut records = records_of(db_index, db, entry, key, rule, argv, explicit);
+    // An operation on a key the database lists no records of costs a tombstone too
+    // (see below), and the key's records become a chain, listed by key bytes; the
+    // whole value is one record a key's table slot lists in place.
+    let fresh_cost = if entry.is_logged() {
+        0
+    } else {
+        FRESH_RECORD_COST + key.len()
+    };
+    let mut records = records_of(db_index, db, entry, key, rule, argv, explicit, fresh_cost);
     if !entry.is_logged()
         && matches!(records.first(), Some(r) if matches!(r.kind, RecordKind::Op { .. }))
         && first()
@@ -168,6 +176,11 @@ pub fn record_for(
     records
 }
 
+/// What the tombstone before an unlisted key's first operation costs besides the
+/// key: a record's header (the store's `HEADER_LEN`) and a namespace prefix.
+const FRESH_RECORD_COST: usize = 40;
+
+#[allow(clippy::too_many_arguments)]
 fn records_of(
     db_index: usize,
     db: &Db,
@@ -176,6 +189,7 @@ fn records_of(
     rule: LogRule,
     argv: &[&[u8]],
     explicit: &[Vec<Vec<u8>>],
+    fresh_cost: usize,
 ) -> Vec<Record> {
     let expires_at = db.expire_at(entry).unwrap_or(0);
     let record = |kind| Record {
@@ -208,7 +222,9 @@ fn records_of(
             op: vec![OP_EXPIRY],
             expires_at,
         })],
-        LogRule::Replay if replay_size(argv) < value_size && argv.get(1) == Some(&key) => {
+        LogRule::Replay
+            if replay_size(argv) + fresh_cost < value_size && argv.get(1) == Some(&key) =>
+        {
             vec![record(RecordKind::Op {
                 op: encode_op(argv),
                 expires_at,

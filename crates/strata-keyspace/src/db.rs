@@ -38,7 +38,7 @@ use crate::compact::CompactBytes;
 use crate::dict::{Dict, DictEntry, Pos};
 use crate::evict::Policy;
 use crate::expires::Expires;
-use crate::logref::{self, LogChange, LogIndex, LogLoc, LogRefs};
+use crate::logref::{self, LogChange, LogIndex, LogLoc, LogRefs, Narrow};
 use crate::value::{Cold, Str, Value};
 
 /// A key and what it holds.
@@ -177,7 +177,7 @@ impl EventFlags {
 
 /// One database of one shard.
 pub struct Db {
-    dict: Dict<Box<Entry>, KeyHasher>,
+    dict: Dict<Box<Entry>, KeyHasher, Narrow>,
     /// The expiry times of the keys with a TTL.
     expires: Expires,
     /// Where each logged key's records are in the store's log (see [`crate::logref`]).
@@ -350,14 +350,24 @@ impl Db {
         }
     }
 
-    /// Forgets the TTL and the log records of an entry that has just left the table.
+    /// Removes the entry at `pos` from the table, forgetting its TTL and its log
+    /// records; returns it with its TTL (0: none).
     #[inline]
-    fn forget_when(&mut self, hash: u64, entry: &Entry) -> u64 {
+    fn remove_pos(&mut self, hash: u64, pos: Pos) -> (Box<Entry>, u64) {
+        let mut narrow = self.dict.aux(pos);
+        let entry = self.dict.remove_at(pos);
         if entry.logged
             && let Some(index) = &mut self.log_index
         {
-            logref::add_freed(index.remove(hash, &entry.key));
+            logref::add_freed(index.remove(&entry.key, &mut narrow));
         }
+        let when = self.forget_when(hash, &entry);
+        (entry, when)
+    }
+
+    /// Forgets the TTL of an entry that has just left the table.
+    #[inline]
+    fn forget_when(&mut self, hash: u64, entry: &Entry) -> u64 {
         let when = self.when(hash, entry);
         if when != 0 {
             self.expires.set(hash, &entry.key, when, 0);
@@ -371,8 +381,7 @@ impl Db {
         let pos = self.dict.find(hash, key)?;
         let entry = self.dict.at(pos);
         if self.is_expired(hash, entry, now_ms) {
-            let removed = self.dict.remove_at(pos);
-            self.forget_when(hash, &removed);
+            let (removed, _) = self.remove_pos(hash, pos);
             self.expired += 1;
             self.touch_expired(removed.key());
             self.log(KeyEvent::Expired, removed.key());
@@ -475,8 +484,7 @@ impl Db {
     /// Removes `key`, returning its value if it was live.
     pub fn remove(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Value> {
         let pos = self.find_live(hash, key, now_ms)?;
-        let entry = self.dict.remove_at(pos);
-        self.forget_when(hash, &entry);
+        let (entry, _) = self.remove_pos(hash, pos);
         Some(entry.value)
     }
 
@@ -489,8 +497,7 @@ impl Db {
         now_ms: u64,
     ) -> Option<(Box<Entry>, Option<u64>)> {
         let pos = self.find_live(hash, key, now_ms)?;
-        let mut entry = self.dict.remove_at(pos);
-        let when = self.forget_when(hash, &entry);
+        let (mut entry, when) = self.remove_pos(hash, pos);
         entry.volatile = false;
         entry.logged = false;
         Some((entry, (when != 0).then_some(when)))
@@ -536,11 +543,11 @@ impl Db {
                 return (removed, false);
             }
             let expires = &self.expires;
-            let gone = self
-                .dict
-                .remove_hash_where(hash, |e| e.volatile && expires.get(hash, &e.key) == when);
-            if let Some(e) = gone {
-                self.forget_when(hash, &e);
+            let gone = self.dict.find_hash_where_pos(hash, &mut |e| {
+                e.volatile && expires.get(hash, &e.key) == when
+            });
+            if let Some(pos) = gone {
+                let (e, _) = self.remove_pos(hash, pos);
                 removed += 1;
                 self.expired += 1;
                 self.touch_expired(e.key());
@@ -731,60 +738,65 @@ impl Db {
     /// Where the records of `key` are in the store's log, if the database knows
     /// (expired or not).
     pub fn log_refs(&self, hash: u64, key: &[u8]) -> Option<LogRefs> {
-        let entry = self.dict.get(hash, key)?;
-        if !entry.logged {
+        let pos = self.dict.find(hash, key)?;
+        if !self.dict.at(pos).logged {
             return None;
         }
-        self.log_index.as_ref()?.get(hash, key)
+        self.log_index.as_ref()?.get(key, self.dict.aux(pos))
     }
 
     /// The oldest record of `key` in the store's log, if the database lists it;
     /// cheap however long the key's chain of operations is.
     pub fn first_log_location(&self, hash: u64, key: &[u8]) -> Option<LogLoc> {
-        let entry = self.dict.get(hash, key)?;
-        if !entry.logged {
+        let pos = self.dict.find(hash, key)?;
+        if !self.dict.at(pos).logged {
             return None;
         }
-        self.log_index.as_ref()?.first(hash, key)
+        self.log_index.as_ref()?.first(key, self.dict.aux(pos))
     }
 
-    fn log_index_mut(&mut self) -> &mut LogIndex {
-        self.log_index.get_or_insert_with(Box::default)
+    /// Calls `f` with the index, the entry at `pos`, and the entry's narrow slot,
+    /// making the table keep narrow slots if it did not.
+    fn with_log_slot<R>(
+        &mut self,
+        pos: Pos,
+        f: impl FnOnce(&mut LogIndex, &mut Entry, &mut Narrow) -> R,
+    ) -> R {
+        self.dict.enable_aux();
+        let index = self.log_index.get_or_insert_with(Box::default);
+        let (entry, narrow) = self.dict.at_mut_with_aux(pos);
+        f(index, entry, narrow.expect("the table keeps narrow slots"))
     }
 
     /// Records that the store's log holds `change` for `key`, the record the key's
     /// last change was logged as; false if the key is absent.
     pub fn apply_log(&mut self, hash: u64, key: &[u8], change: LogChange) -> bool {
-        let Some(entry) = self.dict.get_mut(hash, key) else {
+        let Some(pos) = self.dict.find(hash, key) else {
             return false;
         };
-        let listed = entry.logged;
-        entry.logged = true;
-        let index = self.log_index.get_or_insert_with(Box::default);
-        logref::add_freed(index.apply(hash, key, listed, change));
+        let freed = self.with_log_slot(pos, |index, entry, narrow| {
+            let listed = std::mem::replace(&mut entry.logged, true);
+            index.apply(key, listed, narrow, change)
+        });
+        logref::add_freed(freed);
         true
     }
 
     /// Sets where the records of `key` are (the store's own index says), or with
     /// `None` forgets them; false if the key is absent.
     pub fn set_log_refs(&mut self, hash: u64, key: &[u8], refs: Option<LogRefs>) -> bool {
-        let Some(entry) = self.dict.get_mut(hash, key) else {
+        let Some(pos) = self.dict.find(hash, key) else {
             return false;
         };
-        let listed = entry.logged;
         match refs {
-            Some(refs) => {
-                entry.logged = true;
-                self.log_index
-                    .get_or_insert_with(Box::default)
-                    .set(hash, key, listed, refs);
-            }
-            None if listed => {
+            Some(refs) => self.with_log_slot(pos, |index, entry, narrow| {
+                let listed = std::mem::replace(&mut entry.logged, true);
+                index.set(key, listed, narrow, refs);
+            }),
+            None if self.dict.at(pos).logged => self.with_log_slot(pos, |index, entry, narrow| {
                 entry.logged = false;
-                if let Some(index) = &mut self.log_index {
-                    index.remove(hash, key);
-                }
-            }
+                index.remove(key, narrow);
+            }),
             None => {}
         }
         true
@@ -800,6 +812,7 @@ impl Db {
         prefix: &[LogLoc],
         replacement: LogLoc,
     ) -> Option<u64> {
+        let pos = self.dict.find(hash, key)?;
         let refs = self.log_refs(hash, key)?;
         let all: Vec<LogLoc> = refs.locations().collect();
         if prefix.is_empty() || !all.starts_with(prefix) {
@@ -814,7 +827,7 @@ impl Db {
                 operands: rest.to_vec(),
             }
         };
-        self.log_index_mut().set(hash, key, true, new);
+        self.with_log_slot(pos, |index, _, narrow| index.set(key, true, narrow, new));
         Some(prefix.iter().map(|l| u64::from(l.len)).sum())
     }
 
@@ -823,6 +836,7 @@ impl Db {
         if self.log_index.take().is_none() {
             return;
         }
+        self.dict.disable_aux();
         for e in self.dict.iter_mut() {
             e.logged = false;
         }
@@ -833,11 +847,9 @@ impl Db {
         self.log_index.as_ref().map_or(0, |i| i.len())
     }
 
-    /// Makes room for `additional` more keys' records.
-    pub fn reserve_log(&mut self, additional: usize) {
-        if additional > 0 {
-            self.log_index_mut().reserve(additional);
-        }
+    /// Makes the table ready to list where its keys' records are.
+    pub fn reserve_log(&mut self) {
+        self.dict.enable_aux();
     }
 
     /// Touches this database's watched keys that exist here or in `other`.
@@ -928,7 +940,7 @@ impl Db {
 /// What is to be freed off the client threads (Redis's lazy free): the contents of a
 /// cleared database, or one value too big to drop while a client waits.
 pub enum Detached {
-    Db(Dict<Box<Entry>, KeyHasher>),
+    Db(Dict<Box<Entry>, KeyHasher, Narrow>),
     Value(Value),
 }
 

@@ -14,8 +14,15 @@
 //! does with its two hash tables. While draining, a key lives in exactly one of the two
 //! tables; new keys always go to the new one.
 //!
+//! A dict may keep a small `Copy` value beside each entry (its *aux*, e.g. where the
+//! database's key is in the store's log): one more parallel array, allocated only
+//! once [`Dict::enable_aux`] is called, and moved with the entry whenever the entry
+//! moves (probe-run shifts, resizes). Dicts that never enable it pay nothing.
+//!
 //! # Invariants
 //!
+//! - A table's aux array is empty, or as long as its slot array (then every full
+//!   slot's aux belongs to its entry, and `Dict::aux_on` is set).
 //! - Between a key's home slot (`hash & mask`) and its actual slot there is no `EMPTY`
 //!   control byte. SCAN relies on this: visiting home bucket `b` walks the run starting
 //!   at `b` and yields the entries whose home is `b`.
@@ -49,28 +56,42 @@ fn tag(hash: u64) -> u8 {
     0x80 | ((hash >> 32) as u8 & 0x7f)
 }
 
-struct Table<E> {
+struct Table<E, A> {
     ctrl: Box<[u8]>,
     slots: Box<[Option<E>]>,
+    /// Empty, or one value per slot (see the module docs).
+    aux: Box<[A]>,
     items: usize,
 }
 
-impl<E: DictEntry> Table<E> {
+impl<E: DictEntry, A: Copy + Default> Table<E, A> {
     fn empty() -> Self {
         Table {
             ctrl: Box::new([]),
             slots: Box::new([]),
+            aux: Box::new([]),
             items: 0,
         }
     }
 
-    fn with_capacity(capacity: usize) -> Self {
+    fn with_capacity(capacity: usize, aux: bool) -> Self {
         debug_assert!(capacity.is_power_of_two());
         Table {
             ctrl: vec![EMPTY; capacity].into_boxed_slice(),
             slots: std::iter::repeat_with(|| None).take(capacity).collect(),
+            aux: if aux {
+                vec![A::default(); capacity].into_boxed_slice()
+            } else {
+                Box::new([])
+            },
             items: 0,
         }
+    }
+
+    /// The aux of slot `i` (the default if the table keeps none).
+    #[inline]
+    fn aux_at(&self, i: usize) -> A {
+        self.aux.get(i).copied().unwrap_or_default()
     }
 
     #[inline]
@@ -111,8 +132,9 @@ impl<E: DictEntry> Table<E> {
         }
     }
 
-    /// Places an entry whose key is known to be absent. The table must have room.
-    fn insert_new(&mut self, hash: u64, entry: E) -> usize {
+    /// Places an entry whose key is known to be absent, with its aux. The table must
+    /// have room.
+    fn insert_new(&mut self, hash: u64, entry: E, aux: A) -> usize {
         let mask = self.mask();
         let mut i = hash as usize & mask;
         while self.ctrl[i] >= 0x80 {
@@ -121,6 +143,9 @@ impl<E: DictEntry> Table<E> {
         debug_assert_eq!(self.ctrl[i], EMPTY, "inserts never go to a draining table");
         self.ctrl[i] = tag(hash);
         self.slots[i] = Some(entry);
+        if let Some(a) = self.aux.get_mut(i) {
+            *a = aux;
+        }
         self.items += 1;
         i
     }
@@ -146,6 +171,9 @@ impl<E: DictEntry> Table<E> {
             if dist_next >= dist_hole {
                 self.ctrl[hole] = self.ctrl[next];
                 self.slots[hole] = self.slots[next].take();
+                if !self.aux.is_empty() {
+                    self.aux[hole] = self.aux[next];
+                }
                 hole = next;
             }
             next = (next + 1) & mask;
@@ -184,6 +212,7 @@ impl<E: DictEntry> Table<E> {
 
     fn allocated_bytes(&self) -> usize {
         self.capacity() * (1 + std::mem::size_of::<Option<E>>())
+            + self.aux.len() * std::mem::size_of::<A>()
     }
 }
 
@@ -194,23 +223,75 @@ pub struct Pos {
     index: usize,
 }
 
-/// A hash table from byte-string keys to entries (see the module docs).
-pub struct Dict<E, S> {
-    main: Table<E>,
+/// A hash table from byte-string keys to entries, each with an optional aux value `A`
+/// (see the module docs).
+pub struct Dict<E, S, A = ()> {
+    main: Table<E, A>,
     /// The table being drained into `main`, if a resize is in progress.
-    old: Option<Table<E>>,
+    old: Option<Table<E, A>>,
     /// Slots of `old` already migrated.
     migrated: usize,
+    /// Whether tables keep aux values.
+    aux_on: bool,
     hasher: S,
 }
 
-impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
+impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
     pub fn with_hasher(hasher: S) -> Self {
         Dict {
             main: Table::empty(),
             old: None,
             migrated: 0,
+            aux_on: false,
             hasher,
+        }
+    }
+
+    /// Starts keeping an aux value per entry, the default for every present one.
+    pub fn enable_aux(&mut self) {
+        if self.aux_on {
+            return;
+        }
+        self.aux_on = true;
+        for t in std::iter::once(&mut self.main).chain(self.old.as_mut()) {
+            t.aux = vec![A::default(); t.capacity()].into_boxed_slice();
+        }
+    }
+
+    /// Stops keeping aux values, dropping them all.
+    pub fn disable_aux(&mut self) {
+        self.aux_on = false;
+        for t in std::iter::once(&mut self.main).chain(self.old.as_mut()) {
+            t.aux = Box::new([]);
+        }
+    }
+
+    /// The aux value of the entry at `pos` (the default if none are kept).
+    #[inline]
+    pub fn aux(&self, pos: Pos) -> A {
+        self.table(pos).aux_at(pos.index)
+    }
+
+    /// The entry at `pos` and its aux value, if aux values are kept.
+    #[inline]
+    pub fn at_mut_with_aux(&mut self, pos: Pos) -> (&mut E, Option<&mut A>) {
+        let table = if pos.old {
+            self.old.as_mut().expect("pos in old table")
+        } else {
+            &mut self.main
+        };
+        let entry = table.slots[pos.index]
+            .as_mut()
+            .expect("pos names a full slot");
+        (entry, table.aux.get_mut(pos.index))
+    }
+
+    #[inline]
+    fn table(&self, pos: Pos) -> &Table<E, A> {
+        if pos.old {
+            self.old.as_ref().expect("pos in old table")
+        } else {
+            &self.main
         }
     }
 
@@ -260,12 +341,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
 
     #[inline]
     pub fn at(&self, pos: Pos) -> &E {
-        let table = if pos.old {
-            self.old.as_ref().expect("pos in old table")
-        } else {
-            &self.main
-        };
-        table.slots[pos.index]
+        self.table(pos).slots[pos.index]
             .as_ref()
             .expect("pos names a full slot")
     }
@@ -326,7 +402,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         }
         let replaced = self.remove_from_old(hash, entry.key());
         self.reserve_one();
-        self.main.insert_new(hash, entry);
+        self.main.insert_new(hash, entry, A::default());
         replaced
     }
 
@@ -345,13 +421,17 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
                 false,
             );
         }
-        let (entry, inserted) = match self.remove_from_old(hash, key) {
-            Some(e) => (e, false),
-            None => (make(), true),
+        let (entry, aux, inserted) = match self.old.as_mut().and_then(|old| {
+            let i = old.find(hash, key)?;
+            let aux = old.aux_at(i);
+            old.remove_tombstone(i).map(|e| (e, aux))
+        }) {
+            Some((e, aux)) => (e, aux, false),
+            None => (make(), A::default(), true),
         };
         debug_assert!(entry.key() == key);
         self.reserve_one();
-        let i = self.main.insert_new(hash, entry);
+        let i = self.main.insert_new(hash, entry, aux);
         (
             self.main.slots[i].as_mut().expect("inserted slot is full"),
             inserted,
@@ -380,9 +460,16 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
 
     /// The first entry with this hash that satisfies `pred`.
     pub fn find_hash_where(&self, hash: u64, pred: &mut impl FnMut(&E) -> bool) -> Option<&E> {
+        self.find_hash_where_pos(hash, pred).map(|pos| self.at(pos))
+    }
+
+    /// Where the first entry with this hash that satisfies `pred` is.
+    pub fn find_hash_where_pos(&self, hash: u64, pred: &mut impl FnMut(&E) -> bool) -> Option<Pos> {
         let t = tag(hash);
-        let tables = std::iter::once(&self.main).chain(self.old.as_ref());
-        for table in tables {
+        let tables = [(false, &self.main)]
+            .into_iter()
+            .chain(self.old.as_ref().map(|t| (true, t)));
+        for (old, table) in tables {
             if table.items == 0 {
                 continue;
             }
@@ -398,7 +485,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
                     && self.hasher.hash_one(e.key()) == hash
                     && pred(e)
                 {
-                    return Some(e);
+                    return Some(Pos { old, index: i });
                 }
                 i = (i + 1) & mask;
             }
@@ -423,10 +510,19 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         let capacity = ((self.len() + additional) * 2)
             .next_power_of_two()
             .max(MIN_CAPACITY);
-        let old = std::mem::replace(&mut self.main, Table::with_capacity(capacity));
-        for e in old.slots.into_vec().into_iter().flatten() {
-            let h = self.hasher.hash_one(e.key());
-            self.main.insert_new(h, e);
+        let old = std::mem::replace(&mut self.main, Table::with_capacity(capacity, self.aux_on));
+        self.absorb(old);
+    }
+
+    /// Moves every entry of `table` (with its aux) into `main`, which has room.
+    fn absorb(&mut self, table: Table<E, A>) {
+        let aux = table.aux;
+        for (i, e) in table.slots.into_vec().into_iter().enumerate() {
+            if let Some(e) = e {
+                let h = self.hasher.hash_one(e.key());
+                let a = aux.get(i).copied().unwrap_or_default();
+                self.main.insert_new(h, e, a);
+            }
         }
     }
 
@@ -440,16 +536,10 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
             // The live table filled up before the previous resize finished (possible
             // only right after a steep shrink): move everything into one table big
             // enough for all of it, at once.
-            let main = std::mem::replace(&mut self.main, Table::with_capacity(capacity));
-            let entries = main
-                .slots
-                .into_vec()
-                .into_iter()
-                .chain(old.slots.into_vec());
-            for e in entries.flatten() {
-                let h = self.hasher.hash_one(e.key());
-                self.main.insert_new(h, e);
-            }
+            let main =
+                std::mem::replace(&mut self.main, Table::with_capacity(capacity, self.aux_on));
+            self.absorb(main);
+            self.absorb(old);
             self.migrated = 0;
             return;
         }
@@ -469,7 +559,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
 
     fn resize(&mut self, capacity: usize) {
         debug_assert!(self.old.is_none());
-        let old = std::mem::replace(&mut self.main, Table::with_capacity(capacity));
+        let old = std::mem::replace(&mut self.main, Table::with_capacity(capacity, self.aux_on));
         if old.items == 0 {
             return;
         }
@@ -507,7 +597,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
                 old.ctrl[i] = DELETED;
                 old.items -= 1;
                 let h = self.hasher.hash_one(e.key());
-                self.main.insert_new(h, e);
+                self.main.insert_new(h, e, old.aux_at(i));
             }
         }
         self.migrated = end;
@@ -519,7 +609,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
 
     /// Removes every entry, returning them as a dict that the caller may drop elsewhere
     /// (freeing a big table off the hot path).
-    pub fn take(&mut self) -> Dict<E, S>
+    pub fn take(&mut self) -> Dict<E, S, A>
     where
         S: Clone,
     {
@@ -640,7 +730,7 @@ fn next_cursor(v: u64, mask: u64) -> u64 {
     v.reverse_bits()
 }
 
-impl<E: DictEntry, S: BuildHasher + Default> Default for Dict<E, S> {
+impl<E: DictEntry, S: BuildHasher + Default, A: Copy + Default> Default for Dict<E, S, A> {
     fn default() -> Self {
         Dict::with_hasher(S::default())
     }
@@ -672,8 +762,10 @@ mod tests {
         d.insert(h, E(k.to_vec(), v))
     }
 
-    fn check_invariants(d: &Dict<E, H>) {
+    fn check_invariants<A: Copy + Default>(d: &Dict<E, H, A>) {
         for table in std::iter::once(&d.main).chain(d.old.as_ref()) {
+            let aux_len = if d.aux_on { table.capacity() } else { 0 };
+            assert_eq!(table.aux.len(), aux_len);
             let mut n = 0;
             for i in 0..table.capacity() {
                 if table.ctrl[i] < 0x80 {
@@ -981,6 +1073,60 @@ mod tests {
                 if c == 0 { break; }
             }
             prop_assert_eq!(seen.len(), m.len());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Each entry's aux value stays its own through inserts, removals (which shift
+        /// probe runs), growth, shrinking and incremental migration.
+        #[test]
+        fn aux_values_move_with_their_entries(
+            ops in proptest::collection::vec((0..3000u16, 0..10u8), 1..3000),
+            enable_at in 0..3000usize,
+        ) {
+            let mut d: Dict<E, H, u32> = Dict::with_hasher(H::default());
+            let mut m: HashMap<Vec<u8>, u32> = HashMap::new();
+            for (n, (k, what)) in ops.into_iter().enumerate() {
+                if n == enable_at {
+                    d.enable_aux();
+                    m.values_mut().for_each(|v| *v = 0);
+                }
+                let k = format!("key:{k}").into_bytes();
+                let h = d.hash(&k);
+                match what {
+                    0..=4 => {
+                        let (_, inserted) = d.get_or_insert_with(h, &k, || E(k.clone(), 0));
+                        let pos = d.find(h, &k).expect("present");
+                        let tag = u32::from(what) + 1 + n as u32 * 10;
+                        if let (_, Some(a)) = d.at_mut_with_aux(pos) {
+                            *a = tag;
+                            m.insert(k, tag);
+                        } else {
+                            prop_assert!(n < enable_at);
+                            if inserted { m.insert(k, 0); }
+                        }
+                    }
+                    5..=8 => {
+                        if let Some(pos) = d.find(h, &k) {
+                            d.remove_at(pos);
+                        }
+                        m.remove(&k);
+                    }
+                    _ => { d.rehash_some(7); }
+                }
+            }
+            prop_assert_eq!(d.len(), m.len());
+            for (k, a) in &m {
+                let pos = d.find(d.hash(k), k).expect("present");
+                prop_assert_eq!(d.aux(pos), *a);
+            }
+            check_invariants(&d);
+            d.disable_aux();
+            for k in m.keys() {
+                let pos = d.find(d.hash(k), k).expect("present");
+                prop_assert_eq!(d.aux(pos), 0);
+            }
         }
     }
 }

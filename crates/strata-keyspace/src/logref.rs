@@ -4,23 +4,23 @@
 //! only on disk, which records hold each key's current value. A database keeps that
 //! here rather than the store keeping a second index of every key: an entry has a
 //! flag saying whether it has records listed ([`crate::db::Entry::is_logged`]), and the
-//! records are found by the key's hash:
+//! records are in one of two places:
 //!
 //! - **narrow**: a key whose value is one whole record (every string, and every
-//!   collection logged whole) takes 16 bytes: 32 bits of its hash, and the record's
-//!   segment, offset and length in 32 bits each.
-//! - **wide**: by key bytes, the rest: keys whose records are a chain (a value and
-//!   the operations logged after it), whose location does not fit 32-bit fields,
-//!   and keys whose 32 hash bits another listed key already holds in `narrow`.
+//!   collection logged whole) of at most 64 KiB keeps its location in 10 bytes beside
+//!   its entry, in the database table's slot ([`Narrow`], the table's aux value): no
+//!   lookup of its own, nothing allocated per key.
+//! - **wide**: by key bytes, in [`LogIndex`], the rest: keys whose records are a
+//!   chain (a value and the operations logged after it), and values whose record is
+//!   longer or whose location does not fit 32-bit fields.
 //!
 //! # Invariants
 //!
-//! - A flagged key's records are `wide[key]` if listed there, else `narrow[frag]`;
-//!   every slot of `narrow` and `wide` belongs to exactly one flagged key.
+//! - A flagged key's records are its narrow slot if that holds a location, else
+//!   `wide[key]`; an unflagged key's narrow slot is empty and `wide` lacks it.
 //! - Chains are in log order: the whole value (if the key had one), then operations.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::KeyHasher;
@@ -96,210 +96,168 @@ pub fn listed_keys() -> u64 {
     LISTED.load(Ordering::Relaxed)
 }
 
-/// A `narrow` slot: segment, offset and length.
-type Narrow = [u32; 3];
+/// Where a key's value is when it is one record that fits in 10 bytes: kept beside
+/// the key's entry in the database's table (the table's aux value), so it costs no
+/// lookup of its own. The segment and offset in 32 bits each, the length in 16; an
+/// all-zero `Narrow` (length 0: no record is empty) holds nothing.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Narrow([u16; 5]);
 
-/// Hashes the 32 hash bits `narrow` is keyed by back into 64 well-mixed bits.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct FragHasher;
+impl Narrow {
+    /// `loc` in 10 bytes, if it fits.
+    pub fn new(loc: LogLoc) -> Option<Narrow> {
+        let segment = u32::try_from(loc.segment).ok()?;
+        let len = u16::try_from(loc.len).ok().filter(|&l| l != 0)?;
+        Some(Narrow([
+            segment as u16,
+            (segment >> 16) as u16,
+            loc.offset as u16,
+            (loc.offset >> 16) as u16,
+            len,
+        ]))
+    }
 
-#[derive(Debug, Default)]
-pub struct FragHash(u64);
+    /// The location held, if any.
+    #[inline]
+    pub fn loc(self) -> Option<LogLoc> {
+        let [s0, s1, o0, o1, len] = self.0;
+        (len != 0).then(|| LogLoc {
+            segment: u64::from(s0) | (u64::from(s1) << 16),
+            offset: u32::from(o0) | (u32::from(o1) << 16),
+            len: u32::from(len),
+        })
+    }
 
-impl BuildHasher for FragHasher {
-    type Hasher = FragHash;
-    fn build_hasher(&self) -> FragHash {
-        FragHash(0)
+    /// Takes the location held, leaving nothing.
+    #[inline]
+    pub fn take(&mut self) -> Option<LogLoc> {
+        std::mem::take(self).loc()
     }
 }
 
-impl Hasher for FragHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        // The fragment is already uniform: spread it over all 64 bits.
-        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(n);
-    }
-}
-
-/// The 32 bits of a key's hash kept in `narrow` (the low ones: the keyspace picks a
-/// key's shard with the high ones).
-#[inline]
-fn frag(hash: u64) -> u32 {
-    hash as u32
-}
-
-fn narrow_of(refs: &LogRefs) -> Option<Narrow> {
-    match refs {
-        LogRefs::Value(l) if l.len != 0 => Some([u32::try_from(l.segment).ok()?, l.offset, l.len]),
-        _ => None,
-    }
-}
-
-fn from_narrow_loc(n: Narrow) -> LogLoc {
-    LogLoc {
-        segment: u64::from(n[0]),
-        offset: n[1],
-        len: n[2],
-    }
-}
-
-fn from_narrow(n: Narrow) -> LogRefs {
-    LogRefs::Value(from_narrow_loc(n))
-}
-
-/// One database's lists of records (see the module docs).
+/// One database's count of keys with records listed, and the records of those whose
+/// value is not one [`Narrow`] record (see the module docs).
 #[derive(Debug, Default)]
 pub struct LogIndex {
-    narrow: HashMap<u32, Narrow, FragHasher>,
+    /// Keys listed (narrow or wide).
+    listed: usize,
     wide: HashMap<Box<[u8]>, LogRefs, KeyHasher>,
 }
 
 impl Drop for LogIndex {
     fn drop(&mut self) {
-        LISTED.fetch_sub(self.len() as u64, Ordering::Relaxed);
+        LISTED.fetch_sub(self.listed as u64, Ordering::Relaxed);
     }
 }
 
 impl LogIndex {
     /// Keys listed.
     pub fn len(&self) -> usize {
-        self.narrow.len() + self.wide.len()
+        self.listed
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.listed == 0
     }
 
-    /// The records of the flagged key `key`.
-    pub fn get(&self, hash: u64, key: &[u8]) -> Option<LogRefs> {
-        if !self.wide.is_empty()
-            && let Some(refs) = self.wide.get(key)
-        {
-            return Some(refs.clone());
+    /// The records of the flagged key `key`, whose narrow slot is `narrow`.
+    pub fn get(&self, key: &[u8], narrow: Narrow) -> Option<LogRefs> {
+        match narrow.loc() {
+            Some(loc) => Some(LogRefs::Value(loc)),
+            None => self.wide.get(key).cloned(),
         }
-        self.narrow.get(&frag(hash)).copied().map(from_narrow)
-    }
-
-    /// Sets the records of `key` (flagged if `listed`); returns the bytes of the
-    /// records it had.
-    pub fn set(&mut self, hash: u64, key: &[u8], listed: bool, refs: LogRefs) -> u64 {
-        let f = frag(hash);
-        let narrow = narrow_of(&refs);
-        if listed {
-            if let Some(slot) = self.wide.get_mut(key) {
-                let old = std::mem::replace(slot, refs);
-                return old.bytes();
-            }
-            // The key holds `narrow[f]`.
-            match narrow {
-                Some(n) => {
-                    let old = self.narrow.insert(f, n);
-                    old.map_or(0, |o| u64::from(o[2]))
-                }
-                None => {
-                    let old = self.narrow.remove(&f);
-                    self.wide.insert(key.into(), refs);
-                    old.map_or(0, |o| u64::from(o[2]))
-                }
-            }
-        } else {
-            LISTED.fetch_add(1, Ordering::Relaxed);
-            match narrow {
-                Some(n) => match self.narrow.entry(f) {
-                    std::collections::hash_map::Entry::Vacant(slot) => {
-                        slot.insert(n);
-                    }
-                    // Another listed key has these 32 bits.
-                    std::collections::hash_map::Entry::Occupied(_) => {
-                        self.wide.insert(key.into(), refs);
-                    }
-                },
-                None => {
-                    self.wide.insert(key.into(), refs);
-                }
-            }
-            0
-        }
-    }
-
-    /// Applies a logged change to `key` (flagged if `listed`); returns the bytes of
-    /// records it made dead. An operation is appended in place: O(1) however long
-    /// the key's chain has grown.
-    pub fn apply(&mut self, hash: u64, key: &[u8], listed: bool, change: LogChange) -> u64 {
-        let loc = match change {
-            LogChange::Put(loc) => return self.set(hash, key, listed, LogRefs::Value(loc)),
-            LogChange::Op(loc) => loc,
-        };
-        // Nothing becomes dead: the old records are still the chain's.
-        if listed {
-            if let Some(refs) = self.wide.get_mut(key) {
-                match refs {
-                    LogRefs::Chain { operands, .. } => operands.push(loc),
-                    LogRefs::Value(base) => {
-                        *refs = LogRefs::Chain {
-                            base: Some(*base),
-                            operands: vec![loc],
-                        }
-                    }
-                }
-                return 0;
-            }
-            let base = self.narrow.remove(&frag(hash)).map(from_narrow_loc);
-            self.wide.insert(
-                key.into(),
-                LogRefs::Chain {
-                    base,
-                    operands: vec![loc],
-                },
-            );
-        } else {
-            LISTED.fetch_add(1, Ordering::Relaxed);
-            self.wide.insert(
-                key.into(),
-                LogRefs::Chain {
-                    base: None,
-                    operands: vec![loc],
-                },
-            );
-        }
-        0
     }
 
     /// The oldest record of the flagged key `key`, without copying a chain.
-    pub fn first(&self, hash: u64, key: &[u8]) -> Option<LogLoc> {
-        if !self.wide.is_empty()
-            && let Some(refs) = self.wide.get(key)
-        {
-            return refs.locations().next();
+    pub fn first(&self, key: &[u8], narrow: Narrow) -> Option<LogLoc> {
+        match narrow.loc() {
+            Some(loc) => Some(loc),
+            None => self.wide.get(key)?.locations().next(),
         }
-        self.narrow.get(&frag(hash)).copied().map(from_narrow_loc)
     }
 
-    /// Forgets the records of the flagged key `key`; returns their bytes.
-    pub fn remove(&mut self, hash: u64, key: &[u8]) -> u64 {
-        let freed = if !self.wide.is_empty()
-            && let Some(refs) = self.wide.remove(key)
-        {
-            refs.bytes()
+    /// Counts a key as listed if it was not (`listed` is its flag).
+    fn list(&mut self, listed: bool) {
+        if !listed {
+            self.listed += 1;
+            LISTED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Forgets the records a listed key had; returns their bytes.
+    fn drop_records(&mut self, key: &[u8], narrow: &mut Narrow) -> u64 {
+        match narrow.take() {
+            Some(loc) => u64::from(loc.len),
+            None => self.wide.remove(key).map_or(0, |r| r.bytes()),
+        }
+    }
+
+    /// Sets the records of `key` (flagged if `listed`, narrow slot `narrow`); returns
+    /// the bytes of the records it had.
+    pub fn set(&mut self, key: &[u8], listed: bool, narrow: &mut Narrow, refs: LogRefs) -> u64 {
+        let freed = if listed {
+            self.drop_records(key, narrow)
         } else {
-            self.narrow
-                .remove(&frag(hash))
-                .map_or(0, |o| u64::from(o[2]))
+            0
         };
-        LISTED.fetch_sub(1, Ordering::Relaxed);
+        self.list(listed);
+        match &refs {
+            LogRefs::Value(loc) if let Some(n) = Narrow::new(*loc) => *narrow = n,
+            _ => {
+                self.wide.insert(key.into(), refs);
+            }
+        }
         freed
     }
 
-    /// Makes room for `additional` more keys.
-    pub fn reserve(&mut self, additional: usize) {
-        self.narrow.reserve(additional);
+    /// Applies a logged change to `key` (flagged if `listed`, narrow slot `narrow`);
+    /// returns the bytes of records it made dead. An operation is appended in place:
+    /// O(1) however long the key's chain has grown.
+    pub fn apply(
+        &mut self,
+        key: &[u8],
+        listed: bool,
+        narrow: &mut Narrow,
+        change: LogChange,
+    ) -> u64 {
+        let loc = match change {
+            LogChange::Put(loc) => return self.set(key, listed, narrow, LogRefs::Value(loc)),
+            LogChange::Op(loc) => loc,
+        };
+        // Nothing becomes dead: the old records are still the chain's.
+        self.list(listed);
+        let base = narrow.take();
+        if listed
+            && base.is_none()
+            && let Some(refs) = self.wide.get_mut(key)
+        {
+            match refs {
+                LogRefs::Chain { operands, .. } => operands.push(loc),
+                LogRefs::Value(base) => {
+                    *refs = LogRefs::Chain {
+                        base: Some(*base),
+                        operands: vec![loc],
+                    }
+                }
+            }
+            return 0;
+        }
+        self.wide.insert(
+            key.into(),
+            LogRefs::Chain {
+                base,
+                operands: vec![loc],
+            },
+        );
+        0
+    }
+
+    /// Forgets the records of the flagged key `key`; returns their bytes.
+    pub fn remove(&mut self, key: &[u8], narrow: &mut Narrow) -> u64 {
+        let freed = self.drop_records(key, narrow);
+        self.listed -= 1;
+        LISTED.fetch_sub(1, Ordering::Relaxed);
+        freed
     }
 }
 
@@ -316,43 +274,76 @@ mod tests {
     }
 
     #[test]
-    fn keys_sharing_hash_bits_keep_their_own_records() {
+    fn narrow_holds_what_fits_and_nothing_else() {
+        let l = LogLoc {
+            segment: 0xdead_beef,
+            offset: 0x1234_5678,
+            len: 65_535,
+        };
+        assert_eq!(Narrow::new(l).and_then(Narrow::loc), Some(l));
+        assert_eq!(Narrow::new(LogLoc { len: 65_536, ..l }), None);
+        assert_eq!(Narrow::new(LogLoc { len: 0, ..l }), None);
+        assert_eq!(
+            Narrow::new(LogLoc {
+                segment: 1 << 32,
+                ..l
+            }),
+            None
+        );
+        assert_eq!(Narrow::default().loc(), None);
+        let mut n = Narrow::new(l).expect("fits");
+        assert_eq!(n.take(), Some(l));
+        assert_eq!(n, Narrow::default());
+    }
+
+    #[test]
+    fn values_that_do_not_fit_go_wide() {
         let mut idx = LogIndex::default();
-        // Two keys whose hashes share the low 32 bits.
-        let (ha, hb) = (0x1_0000_0007u64, 0x2_0000_0007u64);
-        assert_eq!(idx.set(ha, b"a", false, LogRefs::Value(loc(1, 0))), 0);
-        assert_eq!(idx.set(hb, b"b", false, LogRefs::Value(loc(1, 10))), 0);
-        assert_eq!(idx.get(ha, b"a"), Some(LogRefs::Value(loc(1, 0))));
-        assert_eq!(idx.get(hb, b"b"), Some(LogRefs::Value(loc(1, 10))));
-        assert_eq!(idx.set(hb, b"b", true, LogRefs::Value(loc(2, 0))), 10);
-        assert_eq!(idx.get(ha, b"a"), Some(LogRefs::Value(loc(1, 0))));
-        assert_eq!(idx.remove(ha, b"a"), 10);
-        assert_eq!(idx.get(hb, b"b"), Some(LogRefs::Value(loc(2, 0))));
+        let mut n = Narrow::default();
+        let big = LogLoc {
+            segment: 1 << 40,
+            offset: 0,
+            len: 10,
+        };
+        assert_eq!(idx.set(b"w", false, &mut n, LogRefs::Value(big)), 0);
+        assert_eq!(n, Narrow::default());
+        assert_eq!(idx.get(b"w", n), Some(LogRefs::Value(big)));
+        // Back to narrow: the wide records are dead.
+        assert_eq!(idx.set(b"w", true, &mut n, LogRefs::Value(loc(1, 0))), 10);
+        assert_eq!(idx.get(b"w", n), Some(LogRefs::Value(loc(1, 0))));
+        assert!(idx.wide.is_empty());
         assert_eq!(idx.len(), 1);
+        assert_eq!(idx.remove(b"w", &mut n), 10);
+        assert_eq!(idx.len(), 0);
+        assert_eq!(n, Narrow::default());
     }
 
     #[test]
     fn operations_make_chains_and_puts_end_them() {
         let mut idx = LogIndex::default();
-        idx.set(5, b"k", false, LogRefs::Value(loc(1, 0)));
-        assert_eq!(idx.apply(5, b"k", true, LogChange::Op(loc(1, 10))), 0);
-        assert_eq!(idx.apply(5, b"k", true, LogChange::Op(loc(2, 0))), 0);
-        let chain = idx.get(5, b"k").expect("listed");
+        let mut n = Narrow::default();
+        idx.set(b"k", false, &mut n, LogRefs::Value(loc(1, 0)));
+        assert!(n.loc().is_some());
+        assert_eq!(idx.apply(b"k", true, &mut n, LogChange::Op(loc(1, 10))), 0);
+        assert_eq!(n, Narrow::default(), "a chain is wide");
+        assert_eq!(idx.apply(b"k", true, &mut n, LogChange::Op(loc(2, 0))), 0);
+        let chain = idx.get(b"k", n).expect("listed");
         let offsets: Vec<_> = chain.locations().map(|l| (l.segment, l.offset)).collect();
         assert_eq!(offsets, vec![(1, 0), (1, 10), (2, 0)]);
-        assert_eq!(idx.apply(5, b"k", true, LogChange::Put(loc(3, 0))), 30);
-        assert_eq!(idx.get(5, b"k"), Some(LogRefs::Value(loc(3, 0))));
+        assert_eq!(idx.first(b"k", n), Some(loc(1, 0)));
+        assert_eq!(idx.apply(b"k", true, &mut n, LogChange::Put(loc(3, 0))), 30);
+        assert_eq!(idx.get(b"k", n), Some(LogRefs::Value(loc(3, 0))));
+        assert!(idx.wide.is_empty());
         // An operation on a key with no records starts a chain without a value.
-        idx.apply(6, b"n", false, LogChange::Op(loc(3, 10)));
+        let mut m = Narrow::default();
+        idx.apply(b"n", false, &mut m, LogChange::Op(loc(3, 10)));
         assert_eq!(
-            idx.get(6, b"n"),
+            idx.get(b"n", m),
             Some(LogRefs::Chain {
                 base: None,
                 operands: vec![loc(3, 10)]
             })
         );
-        // A segment number past 32 bits is kept whole.
-        idx.set(7, b"w", false, LogRefs::Value(loc(1 << 40, 0)));
-        assert_eq!(idx.get(7, b"w"), Some(LogRefs::Value(loc(1 << 40, 0))));
+        assert_eq!(idx.len(), 2);
     }
 }

@@ -167,7 +167,9 @@ fn memory_usage_counts_the_value() {
     let Value::Integer(big) = c.cmd(&["MEMORY", "USAGE", "big", "SAMPLES", "0"]) else {
         panic!()
     };
-    assert!((1..200).contains(&small), "{small}");
+    // The entry and its share of its table's slots (a near-empty table here, whose
+    // slots also list where the key is in the log).
+    assert!((1..300).contains(&small), "{small}");
     assert!((10_000..10_300).contains(&big), "{big}");
     assert_eq!(c.cmd(&["MEMORY", "USAGE", "nokey"]), Value::Null);
     assert_eq!(

@@ -1,13 +1,27 @@
-//! The keyspace's hash table: open addressing that grows and shrinks incrementally and
-//! supports Redis-style reverse-binary SCAN cursors.
+//! The keyspace's hash table: open addressing that grows and shrinks incrementally, by
+//! less than doubling, with SCAN cursors that survive any resize.
 //!
 //! # Concept
 //!
-//! Slots live in a power-of-two array next to a parallel array of control bytes: `EMPTY`,
+//! Slots live in an array next to a parallel array of control bytes: `EMPTY`,
 //! `DELETED` (only in a table being drained) or `FULL` with seven bits of the key's hash,
 //! so most mismatches are rejected without touching the entry. Collisions are resolved
 //! by linear probing; deletion shifts the following entries back (no tombstones in the
 //! live table), so probe sequences stay short.
+//!
+//! A key's home slot is its *point* (the low 32 bits of its hash) scaled to the table's
+//! capacity, `point * capacity >> 32`, so the capacity need not be a power of two and
+//! homes follow points in order. Tables grow by 7/4 of their items when 4/5 full and
+//! stay between those loads, where doubling a power of two would leave a table
+//! anywhere between 3/8 and 3/4 full: bytes a key pays for slots vary less and average
+//! less.
+//!
+//! SCAN walks the point space upwards: a cursor is the point to continue from, each
+//! step yields the keys whose points lie between it and the end of one home slot of
+//! the finest table, and the next cursor is where that slot's points end. Since points
+//! do not depend on capacities, a key present for the whole iteration is yielded
+//! exactly once whatever resizes happen in between (Redis's reverse-binary cursors
+//! give "at least once" over power-of-two tables).
 //!
 //! Resizing never stops the world: a new table is allocated and the old one is drained a
 //! few slots per write (and by [`Dict::rehash_some`] from the background tick), as Redis
@@ -23,9 +37,9 @@
 //!
 //! - A table's aux array is empty, or as long as its slot array (then every full
 //!   slot's aux belongs to its entry, and `Dict::aux_on` is set).
-//! - Between a key's home slot (`hash & mask`) and its actual slot there is no `EMPTY`
-//!   control byte. SCAN relies on this: visiting home bucket `b` walks the run starting
-//!   at `b` and yields the entries whose home is `b`.
+//! - Between a key's home slot and its actual slot (cyclically) there is no `EMPTY`
+//!   control byte. SCAN relies on this: walking from home slot `b` to the end of its
+//!   run finds every entry whose home is `b`.
 //! - A key is present at most once across both tables.
 //! - Only the draining table holds `DELETED` bytes; it never receives inserts.
 
@@ -56,6 +70,32 @@ fn tag(hash: u64) -> u8 {
     0x80 | ((hash >> 32) as u8 & 0x7f)
 }
 
+/// The next number of the splitmix64 sequence at `state`.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Points (see the module docs) are below this.
+const POINTS: u64 = 1 << 32;
+
+/// A key's point: the low 32 bits of its hash.
+#[inline]
+fn point(hash: u64) -> u64 {
+    hash & (POINTS - 1)
+}
+
+/// The capacity for `items` entries at the load a table starts at after a resize
+/// (4/7), a multiple of 8.
+fn capacity_for(items: usize) -> usize {
+    (items.saturating_mul(7) / 4)
+        .next_multiple_of(8)
+        .max(MIN_CAPACITY)
+}
+
 struct Table<E, A> {
     ctrl: Box<[u8]>,
     slots: Box<[Option<E>]>,
@@ -75,7 +115,6 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
     }
 
     fn with_capacity(capacity: usize, aux: bool) -> Self {
-        debug_assert!(capacity.is_power_of_two());
         Table {
             ctrl: vec![EMPTY; capacity].into_boxed_slice(),
             slots: std::iter::repeat_with(|| None).take(capacity).collect(),
@@ -99,24 +138,45 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
         self.ctrl.len()
     }
 
+    /// The home slot of a hash (or of a point: a point is its own hash's point).
     #[inline]
-    fn mask(&self) -> usize {
-        self.ctrl.len().wrapping_sub(1)
+    fn home(&self, hash: u64) -> usize {
+        ((point(hash) * self.capacity() as u64) >> 32) as usize
     }
 
-    /// Whether one more item would exceed the maximum load factor (3/4).
+    /// The first point whose home is after slot `b` (`POINTS` after the last slot).
+    #[inline]
+    fn end_of(&self, b: usize) -> u64 {
+        ((b as u64 + 1) << 32).div_ceil(self.capacity() as u64)
+    }
+
+    #[inline]
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.capacity() { 0 } else { i + 1 }
+    }
+
+    /// Cyclic distance from slot `from` forward to slot `to`.
+    #[inline]
+    fn dist(&self, from: usize, to: usize) -> usize {
+        if to >= from {
+            to - from
+        } else {
+            to + self.capacity() - from
+        }
+    }
+
+    /// Whether `extra` more items would exceed the maximum load factor (4/5).
     #[inline]
     fn is_full_for(&self, extra: usize) -> bool {
-        (self.items + extra) * 4 > self.capacity() * 3
+        (self.items + extra) * 5 > self.capacity() * 4
     }
 
     fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
         if self.items == 0 {
             return None;
         }
-        let mask = self.mask();
         let t = tag(hash);
-        let mut i = hash as usize & mask;
+        let mut i = self.home(hash);
         loop {
             let c = self.ctrl[i];
             if c == EMPTY {
@@ -128,17 +188,16 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
             {
                 return Some(i);
             }
-            i = (i + 1) & mask;
+            i = self.next(i);
         }
     }
 
     /// Places an entry whose key is known to be absent, with its aux. The table must
     /// have room.
     fn insert_new(&mut self, hash: u64, entry: E, aux: A) -> usize {
-        let mask = self.mask();
-        let mut i = hash as usize & mask;
+        let mut i = self.home(hash);
         while self.ctrl[i] >= 0x80 {
-            i = (i + 1) & mask;
+            i = self.next(i);
         }
         debug_assert_eq!(self.ctrl[i], EMPTY, "inserts never go to a draining table");
         self.ctrl[i] = tag(hash);
@@ -153,21 +212,20 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
     /// Removes the entry at `i` from a live table, shifting the rest of its run back.
     fn remove_shift<S: BuildHasher>(&mut self, i: usize, hasher: &S) -> Option<E> {
         let removed = self.slots[i].take();
-        let mask = self.mask();
         let mut hole = i;
-        let mut next = (i + 1) & mask;
+        let mut next = self.next(i);
         loop {
             if self.ctrl[next] == EMPTY {
                 break;
             }
             let home = match &self.slots[next] {
-                Some(e) => hasher.hash_one(e.key()) as usize & mask,
+                Some(e) => self.home(hasher.hash_one(e.key())),
                 None => break,
             };
             // The entry at `next` may move to `hole` unless its home lies cyclically in
             // (hole, next].
-            let dist_next = next.wrapping_sub(home) & mask;
-            let dist_hole = next.wrapping_sub(hole) & mask;
+            let dist_next = self.dist(home, next);
+            let dist_hole = self.dist(hole, next);
             if dist_next >= dist_hole {
                 self.ctrl[hole] = self.ctrl[next];
                 self.slots[hole] = self.slots[next].take();
@@ -176,7 +234,7 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
                 }
                 hole = next;
             }
-            next = (next + 1) & mask;
+            next = self.next(next);
         }
         self.ctrl[hole] = EMPTY;
         self.items -= 1;
@@ -190,23 +248,26 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
         self.slots[i].take()
     }
 
-    /// Calls `f` for every entry whose home is bucket `b`.
-    fn scan_bucket<S: BuildHasher>(&self, b: usize, hasher: &S, f: &mut impl FnMut(&E)) {
+    /// Calls `f` for every entry whose point is in `from..to` (`to > from`).
+    fn scan_points<S: BuildHasher>(&self, from: u64, to: u64, hasher: &S, f: &mut impl FnMut(&E)) {
         if self.items == 0 {
             return;
         }
-        let mask = self.mask();
-        let mut i = b & mask;
-        for _ in 0..self.capacity() {
-            if self.ctrl[i] == EMPTY {
+        let first = self.home(from);
+        // Every slot from the first home to the last must be seen; then the run goes
+        // on to its end.
+        let homes = self.home(to - 1) - first + 1;
+        let mut i = first;
+        for step in 0..self.capacity() {
+            if step >= homes && self.ctrl[i] == EMPTY {
                 return;
             }
             if let Some(e) = &self.slots[i]
-                && hasher.hash_one(e.key()) as usize & mask == b & mask
+                && (from..to).contains(&point(hasher.hash_one(e.key())))
             {
                 f(e);
             }
-            i = (i + 1) & mask;
+            i = self.next(i);
         }
     }
 
@@ -473,8 +534,7 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
             if table.items == 0 {
                 continue;
             }
-            let mask = table.mask();
-            let mut i = hash as usize & mask;
+            let mut i = table.home(hash);
             for _ in 0..table.capacity() {
                 let c = table.ctrl[i];
                 if c == EMPTY {
@@ -487,7 +547,7 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
                 {
                     return Some(Pos { old, index: i });
                 }
-                i = (i + 1) & mask;
+                i = table.next(i);
             }
         }
         None
@@ -507,8 +567,9 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
         if !self.main.is_full_for(additional) {
             return;
         }
-        let capacity = ((self.len() + additional) * 2)
-            .next_power_of_two()
+        // The final count is known: start at 7/10 full rather than 4/7.
+        let capacity = ((self.len() + additional).saturating_mul(10) / 7)
+            .next_multiple_of(8)
             .max(MIN_CAPACITY);
         let old = std::mem::replace(&mut self.main, Table::with_capacity(capacity, self.aux_on));
         self.absorb(old);
@@ -531,7 +592,7 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
         if !self.main.is_full_for(1) {
             return;
         }
-        let capacity = ((self.len() + 1) * 2).next_power_of_two().max(MIN_CAPACITY);
+        let capacity = capacity_for(self.len() + 1);
         if let Some(old) = self.old.take() {
             // The live table filled up before the previous resize finished (possible
             // only right after a steep shrink): move everything into one table big
@@ -551,7 +612,7 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
         if self.old.is_some() || cap <= MIN_CAPACITY || self.main.items * 8 >= cap {
             return;
         }
-        let target = (self.main.items * 2).next_power_of_two().max(MIN_CAPACITY);
+        let target = capacity_for(self.main.items);
         if target < cap {
             self.resize(target);
         }
@@ -630,9 +691,17 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
             .filter_map(Option::as_mut)
     }
 
-    /// An entry chosen at random, given a random number `r`; entries that follow a long
-    /// run of empty slots are more likely, as with Redis's sampling.
+    /// An entry chosen at random, given a random number `r`, with (nearly) equal
+    /// chances for all (see [`Dict::random_uniform`]).
     pub fn random(&self, r: u64) -> Option<&E> {
+        // Seeded with a mix of `r`, so that nearby numbers give unrelated sequences.
+        let mut state = splitmix64(&mut { r });
+        self.random_uniform(|| splitmix64(&mut state))
+    }
+
+    /// The first entry after a random slot: entries that follow a long run of empty
+    /// slots are more likely.
+    fn random_after(&self, r: u64) -> Option<&E> {
         let total = self.len();
         if total == 0 {
             return None;
@@ -657,10 +726,10 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
     }
 
     /// A random entry with (nearly) equal chances for all: a few random slots are
-    /// probed and the first full one taken, falling back to [`Dict::random`]. The
-    /// latter takes the first entry after a random slot, which favours entries that
-    /// follow empty slots (the heads of probe runs) and rarely gives one deep in a
-    /// run; eviction samples with this instead, so that no key escapes it.
+    /// probed and the first full one taken, falling back to the first entry after a
+    /// random slot, which favours entries that follow empty slots (the heads of probe
+    /// runs) and rarely gives one deep in a run. Eviction samples with this, so that
+    /// no key escapes it.
     pub fn random_uniform(&self, mut r: impl FnMut() -> u64) -> Option<&E> {
         let total = self.len();
         if total == 0 {
@@ -681,53 +750,31 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
                 return Some(e);
             }
         }
-        self.random(r())
+        self.random_after(r())
     }
 
-    /// One step of a SCAN: calls `f` for the entries of the bucket(s) that `cursor`
-    /// names and returns the next cursor (0 when the iteration is complete).
+    /// One step of a SCAN: calls `f` for the entries whose points lie from `cursor`
+    /// to the end of its home slot in the finest of the tables, and returns the next
+    /// cursor (0 when the iteration is complete; a cursor past the point space ends
+    /// it too).
     ///
-    /// An entry present from the first call to the last is seen at least once, however
-    /// the table grows or shrinks in between; entries may be seen more than once.
+    /// An entry present from the first call to the last is seen exactly once, however
+    /// the table grows or shrinks in between.
     pub fn scan(&self, cursor: u64, mut f: impl FnMut(&E)) -> u64 {
-        if self.is_empty() {
+        if self.is_empty() || cursor >= POINTS {
             return 0;
         }
-        let mut v = cursor;
-        match &self.old {
-            None => {
-                let m0 = self.main.mask() as u64;
-                self.main.scan_bucket(v as usize, &self.hasher, &mut f);
-                v = next_cursor(v, m0);
-            }
-            Some(old) => {
-                let (small, large) = if old.capacity() <= self.main.capacity() {
-                    (old, &self.main)
-                } else {
-                    (&self.main, old)
-                };
-                let m0 = small.mask() as u64;
-                let m1 = large.mask() as u64;
-                small.scan_bucket((v & m0) as usize, &self.hasher, &mut f);
-                loop {
-                    large.scan_bucket((v & m1) as usize, &self.hasher, &mut f);
-                    v = next_cursor(v, m1);
-                    if v & (m0 ^ m1) == 0 {
-                        break;
-                    }
-                }
-            }
+        let finest = match &self.old {
+            Some(old) if old.capacity() > self.main.capacity() => old,
+            _ => &self.main,
+        };
+        let end = finest.end_of(finest.home(cursor));
+        self.main.scan_points(cursor, end, &self.hasher, &mut f);
+        if let Some(old) = &self.old {
+            old.scan_points(cursor, end, &self.hasher, &mut f);
         }
-        v
+        if end >= POINTS { 0 } else { end }
     }
-}
-
-/// Increments the reversed bits of `v` above `mask`'s width, as Redis's dictScan does.
-#[inline]
-fn next_cursor(v: u64, mask: u64) -> u64 {
-    let v = v | !mask;
-    let v = v.reverse_bits().wrapping_add(1);
-    v.reverse_bits()
 }
 
 impl<E: DictEntry, S: BuildHasher + Default, A: Copy + Default> Default for Dict<E, S, A> {
@@ -777,10 +824,10 @@ mod tests {
                 let h = d.hash(e.key());
                 assert_eq!(table.ctrl[i], tag(h));
                 // No EMPTY between home and position.
-                let mut j = h as usize & table.mask();
+                let mut j = table.home(h);
                 while j != i {
                     assert_ne!(table.ctrl[j], EMPTY, "gap in probe run");
-                    j = (j + 1) & table.mask();
+                    j = table.next(j);
                 }
             }
             assert_eq!(n, table.items);
@@ -846,12 +893,12 @@ mod tests {
         for i in 0..1000u32 {
             put(&mut d, format!("base{i}").as_bytes(), i);
         }
-        let mut seen = HashSet::new();
+        let mut seen: HashMap<Vec<u8>, u32> = HashMap::new();
         let mut cursor = 0;
         let mut extra = 0u32;
         loop {
             cursor = d.scan(cursor, |e| {
-                seen.insert(e.0.clone());
+                *seen.entry(e.0.clone()).or_default() += 1;
             });
             // Grow the table a lot between steps.
             for _ in 0..200 {
@@ -865,10 +912,8 @@ mod tests {
             }
         }
         for i in 0..1000u32 {
-            assert!(
-                seen.contains(format!("base{i}").as_bytes()),
-                "missed base{i}"
-            );
+            let n = seen.get(format!("base{i}").as_bytes());
+            assert_eq!(n, Some(&1), "base{i} seen once");
         }
     }
 
@@ -878,12 +923,12 @@ mod tests {
         for i in 0..20_000u32 {
             put(&mut d, format!("k{i}").as_bytes(), i);
         }
-        let mut seen = HashSet::new();
+        let mut seen: HashMap<Vec<u8>, u32> = HashMap::new();
         let mut cursor = 0;
         let mut next_del = 100u32;
         loop {
             cursor = d.scan(cursor, |e| {
-                seen.insert(e.0.clone());
+                *seen.entry(e.0.clone()).or_default() += 1;
             });
             // Delete keys k100.. (never the first hundred) to force shrinking.
             for _ in 0..300 {
@@ -899,7 +944,8 @@ mod tests {
             }
         }
         for i in 0..100u32 {
-            assert!(seen.contains(format!("k{i}").as_bytes()), "missed k{i}");
+            let n = seen.get(format!("k{i}").as_bytes());
+            assert_eq!(n, Some(&1), "k{i} seen once");
         }
     }
 

@@ -31,12 +31,13 @@
 //! A dict may keep a small `Copy` value beside each entry (its *aux*, e.g. where the
 //! database's key is in the store's log): one more parallel array, allocated only
 //! once [`Dict::enable_aux`] is called, and moved with the entry whenever the entry
-//! moves (probe-run shifts, resizes). Dicts that never enable it pay nothing.
+//! moves (probe-run shifts, resizes). Dicts whose aux type is `()` pay nothing, not
+//! even a pointer ([`Aux`]).
 //!
 //! # Invariants
 //!
-//! - A table's aux array is empty, or as long as its slot array (then every full
-//!   slot's aux belongs to its entry, and `Dict::aux_on` is set).
+//! - A table's aux values are off, or one per slot (every full slot's belonging to
+//!   its entry); both tables of a dict agree.
 //! - Between a key's home slot and its actual slot (cyclically) there is no `EMPTY`
 //!   control byte. SCAN relies on this: walking from home slot `b` to the end of its
 //!   run finds every entry whose home is `b`.
@@ -96,22 +97,78 @@ fn capacity_for(items: usize) -> usize {
         .max(MIN_CAPACITY)
 }
 
-struct Table<E, A> {
+/// A value a dict may keep beside each entry (see the module docs).
+pub trait Aux: Copy + Default {
+    /// Where a table keeps them.
+    type Slots: AuxSlots<Self>;
+}
+
+/// A table's aux values: off, or one per slot.
+pub trait AuxSlots<A> {
+    fn off() -> Self;
+    /// One default value per slot.
+    fn on(capacity: usize) -> Self;
+    fn is_on(&self) -> bool;
+    fn values(&self) -> &[A];
+    fn values_mut(&mut self) -> &mut [A];
+}
+
+/// No aux values: dicts of `()` keep nothing, in no bytes.
+pub struct NoAux;
+
+impl AuxSlots<()> for NoAux {
+    fn off() -> Self {
+        NoAux
+    }
+    fn on(_: usize) -> Self {
+        NoAux
+    }
+    fn is_on(&self) -> bool {
+        false
+    }
+    fn values(&self) -> &[()] {
+        &[]
+    }
+    fn values_mut(&mut self) -> &mut [()] {
+        &mut []
+    }
+}
+
+impl Aux for () {
+    type Slots = NoAux;
+}
+
+impl<A: Copy + Default> AuxSlots<A> for Option<Box<[A]>> {
+    fn off() -> Self {
+        None
+    }
+    fn on(capacity: usize) -> Self {
+        Some(vec![A::default(); capacity].into_boxed_slice())
+    }
+    fn is_on(&self) -> bool {
+        self.is_some()
+    }
+    #[inline]
+    fn values(&self) -> &[A] {
+        self.as_deref().unwrap_or_default()
+    }
+    #[inline]
+    fn values_mut(&mut self) -> &mut [A] {
+        self.as_deref_mut().unwrap_or_default()
+    }
+}
+
+struct Table<E, A: Aux> {
     ctrl: Box<[u8]>,
     slots: Box<[Option<E>]>,
-    /// Empty, or one value per slot (see the module docs).
-    aux: Box<[A]>,
+    /// Off, or one value per slot (see the module docs).
+    aux: A::Slots,
     items: usize,
 }
 
-impl<E: DictEntry, A: Copy + Default> Table<E, A> {
-    fn empty() -> Self {
-        Table {
-            ctrl: Box::new([]),
-            slots: Box::new([]),
-            aux: Box::new([]),
-            items: 0,
-        }
+impl<E: DictEntry, A: Aux> Table<E, A> {
+    fn empty(aux: bool) -> Self {
+        Self::with_capacity(0, aux)
     }
 
     fn with_capacity(capacity: usize, aux: bool) -> Self {
@@ -119,9 +176,9 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
             ctrl: vec![EMPTY; capacity].into_boxed_slice(),
             slots: std::iter::repeat_with(|| None).take(capacity).collect(),
             aux: if aux {
-                vec![A::default(); capacity].into_boxed_slice()
+                A::Slots::on(capacity)
             } else {
-                Box::new([])
+                A::Slots::off()
             },
             items: 0,
         }
@@ -130,7 +187,7 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
     /// The aux of slot `i` (the default if the table keeps none).
     #[inline]
     fn aux_at(&self, i: usize) -> A {
-        self.aux.get(i).copied().unwrap_or_default()
+        self.aux.values().get(i).copied().unwrap_or_default()
     }
 
     #[inline]
@@ -202,7 +259,7 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
         debug_assert_eq!(self.ctrl[i], EMPTY, "inserts never go to a draining table");
         self.ctrl[i] = tag(hash);
         self.slots[i] = Some(entry);
-        if let Some(a) = self.aux.get_mut(i) {
+        if let Some(a) = self.aux.values_mut().get_mut(i) {
             *a = aux;
         }
         self.items += 1;
@@ -229,8 +286,9 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
             if dist_next >= dist_hole {
                 self.ctrl[hole] = self.ctrl[next];
                 self.slots[hole] = self.slots[next].take();
-                if !self.aux.is_empty() {
-                    self.aux[hole] = self.aux[next];
+                let aux = self.aux.values_mut();
+                if !aux.is_empty() {
+                    aux[hole] = aux[next];
                 }
                 hole = next;
             }
@@ -273,7 +331,7 @@ impl<E: DictEntry, A: Copy + Default> Table<E, A> {
 
     fn allocated_bytes(&self) -> usize {
         self.capacity() * (1 + std::mem::size_of::<Option<E>>())
-            + self.aux.len() * std::mem::size_of::<A>()
+            + std::mem::size_of_val(self.aux.values())
     }
 }
 
@@ -286,44 +344,45 @@ pub struct Pos {
 
 /// A hash table from byte-string keys to entries, each with an optional aux value `A`
 /// (see the module docs).
-pub struct Dict<E, S, A = ()> {
+pub struct Dict<E, S, A: Aux = ()> {
     main: Table<E, A>,
     /// The table being drained into `main`, if a resize is in progress.
     old: Option<Table<E, A>>,
     /// Slots of `old` already migrated.
     migrated: usize,
-    /// Whether tables keep aux values.
-    aux_on: bool,
     hasher: S,
 }
 
-impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
+impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
     pub fn with_hasher(hasher: S) -> Self {
         Dict {
-            main: Table::empty(),
+            main: Table::empty(false),
             old: None,
             migrated: 0,
-            aux_on: false,
             hasher,
         }
     }
 
+    /// Whether tables keep aux values.
+    #[inline]
+    fn aux_on(&self) -> bool {
+        self.main.aux.is_on()
+    }
+
     /// Starts keeping an aux value per entry, the default for every present one.
     pub fn enable_aux(&mut self) {
-        if self.aux_on {
+        if self.aux_on() {
             return;
         }
-        self.aux_on = true;
         for t in std::iter::once(&mut self.main).chain(self.old.as_mut()) {
-            t.aux = vec![A::default(); t.capacity()].into_boxed_slice();
+            t.aux = A::Slots::on(t.capacity());
         }
     }
 
     /// Stops keeping aux values, dropping them all.
     pub fn disable_aux(&mut self) {
-        self.aux_on = false;
         for t in std::iter::once(&mut self.main).chain(self.old.as_mut()) {
-            t.aux = Box::new([]);
+            t.aux = A::Slots::off();
         }
     }
 
@@ -344,7 +403,7 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
         let entry = table.slots[pos.index]
             .as_mut()
             .expect("pos names a full slot");
-        (entry, table.aux.get_mut(pos.index))
+        (entry, table.aux.values_mut().get_mut(pos.index))
     }
 
     #[inline]
@@ -571,7 +630,8 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
         let capacity = ((self.len() + additional).saturating_mul(10) / 7)
             .next_multiple_of(8)
             .max(MIN_CAPACITY);
-        let old = std::mem::replace(&mut self.main, Table::with_capacity(capacity, self.aux_on));
+        let fresh = Table::with_capacity(capacity, self.aux_on());
+        let old = std::mem::replace(&mut self.main, fresh);
         self.absorb(old);
     }
 
@@ -581,7 +641,7 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
         for (i, e) in table.slots.into_vec().into_iter().enumerate() {
             if let Some(e) = e {
                 let h = self.hasher.hash_one(e.key());
-                let a = aux.get(i).copied().unwrap_or_default();
+                let a = aux.values().get(i).copied().unwrap_or_default();
                 self.main.insert_new(h, e, a);
             }
         }
@@ -597,8 +657,8 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
             // The live table filled up before the previous resize finished (possible
             // only right after a steep shrink): move everything into one table big
             // enough for all of it, at once.
-            let main =
-                std::mem::replace(&mut self.main, Table::with_capacity(capacity, self.aux_on));
+            let fresh = Table::with_capacity(capacity, self.aux_on());
+            let main = std::mem::replace(&mut self.main, fresh);
             self.absorb(main);
             self.absorb(old);
             self.migrated = 0;
@@ -620,7 +680,8 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
 
     fn resize(&mut self, capacity: usize) {
         debug_assert!(self.old.is_none());
-        let old = std::mem::replace(&mut self.main, Table::with_capacity(capacity, self.aux_on));
+        let fresh = Table::with_capacity(capacity, self.aux_on());
+        let old = std::mem::replace(&mut self.main, fresh);
         if old.items == 0 {
             return;
         }
@@ -777,7 +838,7 @@ impl<E: DictEntry, S: BuildHasher, A: Copy + Default> Dict<E, S, A> {
     }
 }
 
-impl<E: DictEntry, S: BuildHasher + Default, A: Copy + Default> Default for Dict<E, S, A> {
+impl<E: DictEntry, S: BuildHasher + Default, A: Aux> Default for Dict<E, S, A> {
     fn default() -> Self {
         Dict::with_hasher(S::default())
     }
@@ -809,10 +870,14 @@ mod tests {
         d.insert(h, E(k.to_vec(), v))
     }
 
-    fn check_invariants<A: Copy + Default>(d: &Dict<E, H, A>) {
+    impl Aux for u32 {
+        type Slots = Option<Box<[u32]>>;
+    }
+
+    fn check_invariants<A: Aux>(d: &Dict<E, H, A>) {
         for table in std::iter::once(&d.main).chain(d.old.as_ref()) {
-            let aux_len = if d.aux_on { table.capacity() } else { 0 };
-            assert_eq!(table.aux.len(), aux_len);
+            let aux_len = if d.aux_on() { table.capacity() } else { 0 };
+            assert_eq!(table.aux.values().len(), aux_len);
             let mut n = 0;
             for i in 0..table.capacity() {
                 if table.ctrl[i] < 0x80 {
@@ -1174,5 +1239,26 @@ mod tests {
                 prop_assert_eq!(d.aux(pos), 0);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    struct K(Vec<u8>);
+    impl DictEntry for K {
+        fn key(&self) -> &[u8] {
+            &self.0
+        }
+    }
+
+    #[test]
+    fn dicts_without_aux_values_pay_nothing_for_them() {
+        // Two tables (control bytes, slots, items) and the migration cursor.
+        assert_eq!(
+            size_of::<Dict<K, crate::KeyHasher>>(),
+            2 * 40 + 8 + size_of::<crate::KeyHasher>()
+        );
     }
 }

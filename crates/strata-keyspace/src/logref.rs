@@ -103,6 +103,10 @@ pub fn listed_keys() -> u64 {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Narrow([u16; 5]);
 
+impl crate::dict::Aux for Narrow {
+    type Slots = Option<Box<[Narrow]>>;
+}
+
 impl Narrow {
     /// `loc` in 10 bytes, if it fits.
     pub fn new(loc: LogLoc) -> Option<Narrow> {

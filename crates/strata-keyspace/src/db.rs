@@ -38,7 +38,7 @@ use crate::compact::CompactBytes;
 use crate::dict::{Dict, DictEntry, Pos};
 use crate::evict::Policy;
 use crate::expires::Expires;
-use crate::logref::{self, LogChange, LogIndex, LogLoc, LogRefs, Narrow};
+use crate::logref::{self, LogChange, LogIndex, LogLoc, LogRefs, Narrow, NarrowSlot};
 use crate::value::{Cold, Str, Value};
 
 /// A key and what it holds.
@@ -53,6 +53,9 @@ pub struct Entry {
     /// Whether the database lists where the key's records are in the store's log
     /// (see [`crate::logref`]).
     logged: bool,
+    /// The length of the key's record when its table slot holds where it is (a
+    /// [`Narrow`]); 0 otherwise.
+    log_len: u16,
 }
 
 impl DictEntry for Entry {
@@ -177,7 +180,7 @@ impl EventFlags {
 
 /// One database of one shard.
 pub struct Db {
-    dict: Dict<Box<Entry>, KeyHasher, Narrow>,
+    dict: Dict<Box<Entry>, KeyHasher, NarrowSlot>,
     /// The expiry times of the keys with a TTL.
     expires: Expires,
     /// Where each logged key's records are in the store's log (see [`crate::logref`]).
@@ -354,8 +357,9 @@ impl Db {
     /// records; returns it with its TTL (0: none).
     #[inline]
     fn remove_pos(&mut self, hash: u64, pos: Pos) -> (Box<Entry>, u64) {
-        let mut narrow = self.dict.aux(pos);
-        let entry = self.dict.remove_at(pos);
+        let mut narrow = self.narrow_at(pos);
+        let mut entry = self.dict.remove_at(pos);
+        entry.log_len = 0;
         if entry.logged
             && let Some(index) = &mut self.log_index
         {
@@ -449,6 +453,7 @@ impl Db {
                     lru: access::initial(now_ms),
                     volatile: self.expires.set(hash, key, 0, when),
                     logged: false,
+                    log_len: 0,
                 };
                 self.dict.insert(hash, Box::new(entry));
                 self.log(KeyEvent::New, key);
@@ -475,6 +480,7 @@ impl Db {
             lru: access::initial(now_ms),
             volatile: false,
             logged: false,
+            log_len: 0,
         };
         self.log(KeyEvent::New, key);
         let (e, _) = self.dict.get_or_insert_with(hash, key, || Box::new(entry));
@@ -742,7 +748,7 @@ impl Db {
         if !self.dict.at(pos).logged {
             return None;
         }
-        self.log_index.as_ref()?.get(key, self.dict.aux(pos))
+        self.log_index.as_ref()?.get(key, self.narrow_at(pos))
     }
 
     /// The oldest record of `key` in the store's log, if the database lists it;
@@ -752,7 +758,7 @@ impl Db {
         if !self.dict.at(pos).logged {
             return None;
         }
-        self.log_index.as_ref()?.first(key, self.dict.aux(pos))
+        self.log_index.as_ref()?.first(key, self.narrow_at(pos))
     }
 
     /// Calls `f` with the index, the entry at `pos`, and the entry's narrow slot,
@@ -764,8 +770,18 @@ impl Db {
     ) -> R {
         self.dict.enable_aux();
         let index = self.log_index.get_or_insert_with(Box::default);
-        let (entry, narrow) = self.dict.at_mut_with_aux(pos);
-        f(index, entry, narrow.expect("the table keeps narrow slots"))
+        let (entry, slot) = self.dict.at_mut_with_aux(pos);
+        let slot = slot.expect("the table keeps narrow slots");
+        let mut narrow = Narrow::join(*slot, entry.log_len);
+        let r = f(index, entry, &mut narrow);
+        (*slot, entry.log_len) = narrow.split();
+        r
+    }
+
+    /// The [`Narrow`] of the entry at `pos`.
+    #[inline]
+    fn narrow_at(&self, pos: Pos) -> Narrow {
+        Narrow::join(self.dict.aux(pos), self.dict.at(pos).log_len)
     }
 
     /// Records that the store's log holds `change` for `key`, the record the key's
@@ -839,6 +855,7 @@ impl Db {
         self.dict.disable_aux();
         for e in self.dict.iter_mut() {
             e.logged = false;
+            e.log_len = 0;
         }
     }
 
@@ -940,7 +957,7 @@ impl Db {
 /// What is to be freed off the client threads (Redis's lazy free): the contents of a
 /// cleared database, or one value too big to drop while a client waits.
 pub enum Detached {
-    Db(Dict<Box<Entry>, KeyHasher, Narrow>),
+    Db(Dict<Box<Entry>, KeyHasher, NarrowSlot>),
     Value(Value),
 }
 
@@ -1018,6 +1035,15 @@ mod tests {
         assert_eq!(d.logged_len(), 0);
         d.put_entry(ha, entry, None, 0);
         assert_eq!(d.log_refs(ha, b"a"), None);
+        // Nothing of its old location follows it: an operation starts a bare chain.
+        d.apply_log(ha, b"a", LogChange::Op(loc(99)));
+        assert_eq!(
+            d.log_refs(ha, b"a"),
+            Some(LogRefs::Chain {
+                base: None,
+                operands: vec![loc(99)]
+            })
+        );
         d.apply_log(ha, b"a", LogChange::Put(loc(100)));
         let mut other = db();
         d.swap_contents(&mut other);

@@ -7,9 +7,10 @@
 //! records are in one of two places:
 //!
 //! - **narrow**: a key whose value is one whole record (every string, and every
-//!   collection logged whole) of at most 64 KiB keeps its location in 10 bytes beside
-//!   its entry, in the database table's slot ([`Narrow`], the table's aux value): no
-//!   lookup of its own, nothing allocated per key.
+//!   collection logged whole) of at most 64 KiB keeps its location beside its entry
+//!   ([`Narrow`]): segment and offset in the database table's slot (8 bytes, the
+//!   table's aux value), length in two bytes the entry had spare. No lookup of its
+//!   own, nothing allocated per key.
 //! - **wide**: by key bytes, in [`LogIndex`], the rest: keys whose records are a
 //!   chain (a value and the operations logged after it), and values whose record is
 //!   longer or whose location does not fit 32-bit fields.
@@ -103,8 +104,14 @@ pub fn listed_keys() -> u64 {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Narrow([u16; 5]);
 
-impl crate::dict::Aux for Narrow {
-    type Slots = Option<Box<[Narrow]>>;
+/// Where a [`Narrow`] is kept: its segment and offset in the key's table slot (8
+/// bytes, the table's aux value), its length in the key's entry (which has room for
+/// it: [`crate::db::Entry`] stays 64 bytes).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct NarrowSlot([u16; 4]);
+
+impl crate::dict::Aux for NarrowSlot {
+    type Slots = Option<Box<[NarrowSlot]>>;
 }
 
 impl Narrow {
@@ -136,6 +143,23 @@ impl Narrow {
     #[inline]
     pub fn take(&mut self) -> Option<LogLoc> {
         std::mem::take(self).loc()
+    }
+
+    /// The `Narrow` kept as `slot` and `len` (nothing if `len` is 0).
+    #[inline]
+    pub fn join(slot: NarrowSlot, len: u16) -> Narrow {
+        if len == 0 {
+            return Narrow::default();
+        }
+        let [s0, s1, o0, o1] = slot.0;
+        Narrow([s0, s1, o0, o1, len])
+    }
+
+    /// The slot part and the length part (see [`NarrowSlot`]).
+    #[inline]
+    pub fn split(self) -> (NarrowSlot, u16) {
+        let [s0, s1, o0, o1, len] = self.0;
+        (NarrowSlot([s0, s1, o0, o1]), len)
     }
 }
 
@@ -296,6 +320,9 @@ mod tests {
         );
         assert_eq!(Narrow::default().loc(), None);
         let mut n = Narrow::new(l).expect("fits");
+        let (slot, len) = n.split();
+        assert_eq!(Narrow::join(slot, len), n);
+        assert_eq!(Narrow::join(slot, 0), Narrow::default());
         assert_eq!(n.take(), Some(l));
         assert_eq!(n, Narrow::default());
     }

@@ -70,7 +70,10 @@ pub const OP_COMMAND: u8 = 0x01;
 /// Encodes a command to replay: `OP_COMMAND`, the argument count, then each
 /// argument's length and bytes (LEB128 lengths).
 pub fn encode_op<B: AsRef<[u8]>>(argv: &[B]) -> Vec<u8> {
-    let mut out = vec![OP_COMMAND];
+    // One allocation: a length's varint takes at most 10 bytes.
+    let size = 11 + argv.iter().map(|a| a.as_ref().len() + 10).sum::<usize>();
+    let mut out = Vec::with_capacity(size);
+    out.push(OP_COMMAND);
     put_varint(&mut out, argv.len() as u64);
     for a in argv {
         let a = a.as_ref();

@@ -76,15 +76,35 @@ pub(crate) fn run(inner: &Inner) -> Result<CompactionReport> {
     let mut output = inner.log.compaction_output(last)?;
     let mut moved: Vec<Moved> = Vec::new();
     let mut expired: Vec<(Box<[u8]>, KeyEntry)> = Vec::new();
+    // The key of the last record read, and where its oldest record is once known.
+    // A key's oldest record only ever moves to a segment this compaction does not
+    // read (a newer write) while it runs, so a record that is not it now never
+    // becomes it: the key's next records need no question to the index. Operations
+    // on one key often follow each other (a hot list), and each question may take a
+    // lock the key's writers want.
+    let mut last_key: Vec<u8> = Vec::new();
+    let mut last_first: Option<Option<Location>> = None;
     for &id in &inputs {
         inner.log.scan_segment(id, &mut |location, record, raw| {
             if record.header.kind == Kind::Delete {
                 return Ok(());
             }
+            if last_key == record.key {
+                let first =
+                    *last_first.get_or_insert_with(|| inner.index.first_location(record.key));
+                if first != Some(location) {
+                    return Ok(());
+                }
+            } else {
+                last_key.clear();
+                last_key.extend_from_slice(record.key);
+                last_first = None;
+            }
             // Only the key's oldest record starts its copy.
             let Some(entry) = inner.index.get_if_first(record.key, location) else {
                 return Ok(());
             };
+            last_first = Some(Some(location));
             if entry.is_expired(now) {
                 expired.push((record.key.into(), entry));
                 return Ok(());

@@ -97,45 +97,48 @@ pub fn listed_keys() -> u64 {
     LISTED.load(Ordering::Relaxed)
 }
 
-/// Where a key's value is when it is one record that fits in 10 bytes: kept beside
-/// the key's entry in the database's table (the table's aux value), so it costs no
-/// lookup of its own. The segment and offset in 32 bits each, the length in 16; an
-/// all-zero `Narrow` (length 0: no record is empty) holds nothing.
+/// Where a key's value is when it is one record whose segment and offset fit in 32
+/// bits and whose length fits in 16: kept beside the key's entry, so it costs no
+/// lookup of its own ([`NarrowSlot`] says where). A zero length (no record is empty)
+/// means nothing is held.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Narrow([u16; 5]);
+pub struct Narrow {
+    slot: NarrowSlot,
+    len: u16,
+}
 
-/// Where a [`Narrow`] is kept: its segment and offset in the key's table slot (8
-/// bytes, the table's aux value), its length in the key's entry (which has room for
-/// it: [`crate::db::Entry`] stays 64 bytes).
+/// The part of a [`Narrow`] kept in the key's table slot (8 bytes, the table's aux
+/// value); its length is kept in the key's entry, which has room for it
+/// ([`crate::db::Entry`] stays 64 bytes).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct NarrowSlot([u16; 4]);
+pub struct NarrowSlot {
+    segment: u32,
+    offset: u32,
+}
 
 impl crate::dict::Aux for NarrowSlot {
     type Slots = Option<Box<[NarrowSlot]>>;
 }
 
 impl Narrow {
-    /// `loc` in 10 bytes, if it fits.
+    /// `loc` as a `Narrow`, if it fits.
     pub fn new(loc: LogLoc) -> Option<Narrow> {
-        let segment = u32::try_from(loc.segment).ok()?;
-        let len = u16::try_from(loc.len).ok().filter(|&l| l != 0)?;
-        Some(Narrow([
-            segment as u16,
-            (segment >> 16) as u16,
-            loc.offset as u16,
-            (loc.offset >> 16) as u16,
-            len,
-        ]))
+        Some(Narrow {
+            slot: NarrowSlot {
+                segment: u32::try_from(loc.segment).ok()?,
+                offset: loc.offset,
+            },
+            len: u16::try_from(loc.len).ok().filter(|&l| l != 0)?,
+        })
     }
 
     /// The location held, if any.
     #[inline]
     pub fn loc(self) -> Option<LogLoc> {
-        let [s0, s1, o0, o1, len] = self.0;
-        (len != 0).then(|| LogLoc {
-            segment: u64::from(s0) | (u64::from(s1) << 16),
-            offset: u32::from(o0) | (u32::from(o1) << 16),
-            len: u32::from(len),
+        (self.len != 0).then(|| LogLoc {
+            segment: u64::from(self.slot.segment),
+            offset: self.slot.offset,
+            len: u32::from(self.len),
         })
     }
 
@@ -151,15 +154,13 @@ impl Narrow {
         if len == 0 {
             return Narrow::default();
         }
-        let [s0, s1, o0, o1] = slot.0;
-        Narrow([s0, s1, o0, o1, len])
+        Narrow { slot, len }
     }
 
     /// The slot part and the length part (see [`NarrowSlot`]).
     #[inline]
     pub fn split(self) -> (NarrowSlot, u16) {
-        let [s0, s1, o0, o1, len] = self.0;
-        (NarrowSlot([s0, s1, o0, o1]), len)
+        (self.slot, self.len)
     }
 }
 
@@ -303,6 +304,8 @@ mod tests {
 
     #[test]
     fn narrow_holds_what_fits_and_nothing_else() {
+        // What a table slot carries for it.
+        assert_eq!(size_of::<NarrowSlot>(), 8);
         let l = LogLoc {
             segment: 0xdead_beef,
             offset: 0x1234_5678,

@@ -744,21 +744,21 @@ impl Db {
     /// Where the records of `key` are in the store's log, if the database knows
     /// (expired or not).
     pub fn log_refs(&self, hash: u64, key: &[u8]) -> Option<LogRefs> {
-        let pos = self.dict.find(hash, key)?;
-        if !self.dict.at(pos).logged {
-            return None;
-        }
+        let pos = self.listed_pos(hash, key)?;
         self.log_index.as_ref()?.get(key, self.narrow_at(pos))
     }
 
     /// The oldest record of `key` in the store's log, if the database lists it;
     /// cheap however long the key's chain of operations is.
     pub fn first_log_location(&self, hash: u64, key: &[u8]) -> Option<LogLoc> {
-        let pos = self.dict.find(hash, key)?;
-        if !self.dict.at(pos).logged {
-            return None;
-        }
+        let pos = self.listed_pos(hash, key)?;
         self.log_index.as_ref()?.first(key, self.narrow_at(pos))
+    }
+
+    /// Where `key` is in the table, if its records are listed.
+    fn listed_pos(&self, hash: u64, key: &[u8]) -> Option<Pos> {
+        let pos = self.dict.find(hash, key)?;
+        self.dict.at(pos).logged.then_some(pos)
     }
 
     /// Calls `f` with the index, the entry at `pos`, and the entry's narrow slot,
@@ -828,8 +828,8 @@ impl Db {
         prefix: &[LogLoc],
         replacement: LogLoc,
     ) -> Option<u64> {
-        let pos = self.dict.find(hash, key)?;
-        let refs = self.log_refs(hash, key)?;
+        let pos = self.listed_pos(hash, key)?;
+        let refs = self.log_index.as_ref()?.get(key, self.narrow_at(pos))?;
         let all: Vec<LogLoc> = refs.locations().collect();
         if prefix.is_empty() || !all.starts_with(prefix) {
             return None;
@@ -862,11 +862,6 @@ impl Db {
     /// Keys whose records the database knows.
     pub fn logged_len(&self) -> usize {
         self.log_index.as_ref().map_or(0, |i| i.len())
-    }
-
-    /// Makes the table ready to list where its keys' records are.
-    pub fn reserve_log(&mut self) {
-        self.dict.enable_aux();
     }
 
     /// Touches this database's watched keys that exist here or in `other`.

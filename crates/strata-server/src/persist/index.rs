@@ -176,7 +176,6 @@ impl StoreIndex {
                 for (db, ns) in shard.dbs_mut().iter_mut().zip(&map.namespaces) {
                     db.clear_log_refs();
                     let keys: Vec<Vec<u8>> = db.iter(0).map(|e| e.key().to_vec()).collect();
-                    db.reserve_log();
                     for key in keys {
                         let refs = self.keydir.get(&engine_key(*ns, &key)).map(|e| to_refs(&e));
                         let hash = db.hash(&key);

@@ -395,11 +395,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
     /// The entry at `pos` and its aux value, if aux values are kept.
     #[inline]
     pub fn at_mut_with_aux(&mut self, pos: Pos) -> (&mut E, Option<&mut A>) {
-        let table = if pos.old {
-            self.old.as_mut().expect("pos in old table")
-        } else {
-            &mut self.main
-        };
+        let table = self.table_mut(pos);
         let entry = table.slots[pos.index]
             .as_mut()
             .expect("pos names a full slot");
@@ -412,6 +408,15 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
             self.old.as_ref().expect("pos in old table")
         } else {
             &self.main
+        }
+    }
+
+    #[inline]
+    fn table_mut(&mut self, pos: Pos) -> &mut Table<E, A> {
+        if pos.old {
+            self.old.as_mut().expect("pos in old table")
+        } else {
+            &mut self.main
         }
     }
 
@@ -468,12 +473,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
 
     #[inline]
     pub fn at_mut(&mut self, pos: Pos) -> &mut E {
-        let table = if pos.old {
-            self.old.as_mut().expect("pos in old table")
-        } else {
-            &mut self.main
-        };
-        table.slots[pos.index]
+        self.table_mut(pos).slots[pos.index]
             .as_mut()
             .expect("pos names a full slot")
     }
@@ -520,7 +520,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
         if let Some(i) = self.main.find(hash, entry.key()) {
             return self.main.slots[i].replace(entry);
         }
-        let replaced = self.remove_from_old(hash, entry.key());
+        let replaced = self.remove_from_old(hash, entry.key()).map(|(e, _)| e);
         self.reserve_one();
         self.main.insert_new(hash, entry, A::default());
         replaced
@@ -541,11 +541,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
                 false,
             );
         }
-        let (entry, aux, inserted) = match self.old.as_mut().and_then(|old| {
-            let i = old.find(hash, key)?;
-            let aux = old.aux_at(i);
-            old.remove_tombstone(i).map(|e| (e, aux))
-        }) {
+        let (entry, aux, inserted) = match self.remove_from_old(hash, key) {
             Some((e, aux)) => (e, aux, false),
             None => (make(), A::default(), true),
         };
@@ -562,7 +558,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
         self.migrate_step();
         let removed = match self.main.find(hash, key) {
             Some(i) => self.main.remove_shift(i, &self.hasher),
-            None => self.remove_from_old(hash, key),
+            None => self.remove_from_old(hash, key).map(|(e, _)| e),
         };
         if removed.is_some() {
             self.maybe_shrink();
@@ -612,10 +608,12 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
         None
     }
 
-    fn remove_from_old(&mut self, hash: u64, key: &[u8]) -> Option<E> {
+    /// Removes `key` from the draining table, with its aux value.
+    fn remove_from_old(&mut self, hash: u64, key: &[u8]) -> Option<(E, A)> {
         let old = self.old.as_mut()?;
         let i = old.find(hash, key)?;
-        old.remove_tombstone(i)
+        let aux = old.aux_at(i);
+        old.remove_tombstone(i).map(|e| (e, aux))
     }
 
     /// Makes room for `additional` more entries at once, so that a bulk load
@@ -636,13 +634,12 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
     }
 
     /// Moves every entry of `table` (with its aux) into `main`, which has room.
-    fn absorb(&mut self, table: Table<E, A>) {
-        let aux = table.aux;
-        for (i, e) in table.slots.into_vec().into_iter().enumerate() {
+    fn absorb(&mut self, mut table: Table<E, A>) {
+        let slots = std::mem::take(&mut table.slots);
+        for (i, e) in slots.into_vec().into_iter().enumerate() {
             if let Some(e) = e {
                 let h = self.hasher.hash_one(e.key());
-                let a = aux.values().get(i).copied().unwrap_or_default();
-                self.main.insert_new(h, e, a);
+                self.main.insert_new(h, e, table.aux_at(i));
             }
         }
     }

@@ -161,15 +161,7 @@ pub fn record_for(
     let Some(entry) = db.peek(hash, key, now_ms) else {
         return vec![record(RecordKind::Delete)];
     };
-    // An operation on a key the database lists no records of costs a tombstone too
-    // (see below), and the key's records become a chain, listed by key bytes; the
-    // whole value is one record a key's table slot lists in place.
-    let fresh_cost = if entry.is_logged() {
-        0
-    } else {
-        FRESH_RECORD_COST + key.len()
-    };
-    let mut records = records_of(db_index, db, entry, key, rule, argv, explicit, fresh_cost);
+    let mut records = records_of(db_index, db, entry, key, rule, argv, explicit);
     if !entry.is_logged()
         && matches!(records.first(), Some(r) if matches!(r.kind, RecordKind::Op { .. }))
         && first()
@@ -183,7 +175,6 @@ pub fn record_for(
 /// key: a record's header (the store's `HEADER_LEN`) and a namespace prefix.
 const FRESH_RECORD_COST: usize = 40;
 
-#[allow(clippy::too_many_arguments)]
 fn records_of(
     db_index: usize,
     db: &Db,
@@ -192,7 +183,6 @@ fn records_of(
     rule: LogRule,
     argv: &[&[u8]],
     explicit: &[Vec<Vec<u8>>],
-    fresh_cost: usize,
 ) -> Vec<Record> {
     let expires_at = db.expire_at(entry).unwrap_or(0);
     let record = |kind| Record {
@@ -213,6 +203,14 @@ fn records_of(
     }
     // O(1) per command, whatever the value's size.
     let value_size = entry.value.heap_size_quick() + 1;
+    // An operation on a key the database lists no records of costs a tombstone too
+    // (see `record_for`), and the key's records become a chain, listed by key bytes;
+    // the whole value is one record that the key's table slot lists in place.
+    let fresh_cost = if entry.is_logged() {
+        0
+    } else {
+        FRESH_RECORD_COST + key.len()
+    };
     match rule {
         // A value out of memory (`maxmemory-policy tiered`) is unchanged — the
         // commands that may run on one never change it — and is already the key's

@@ -596,7 +596,7 @@ impl Db {
     pub fn random_key(&mut self, now_ms: u64, mut rng: impl FnMut() -> u64) -> Option<Vec<u8>> {
         for _ in 0..100 {
             let (key, expired) = {
-                let e = self.dict.random(rng())?;
+                let e = self.dict.random_uniform(&mut rng)?;
                 (e.key.to_vec(), self.entry_expired(e, now_ms))
             };
             if !expired {

@@ -316,7 +316,7 @@ impl Hash {
             }
             Repr::Table(t) => {
                 for _ in 0..count {
-                    match t.dict.random(rng()) {
+                    match t.dict.random_uniform(&mut rng) {
                         Some(pair) => f(pair.field(), pair.value()),
                         None => return,
                     }

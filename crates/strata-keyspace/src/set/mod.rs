@@ -337,7 +337,9 @@ impl Set {
             Repr::Table(t) => {
                 let mut popped = Vec::with_capacity(count);
                 for _ in 0..count {
-                    let Some(m) = t.dict.random(rng()) else { break };
+                    let Some(m) = t.dict.random_uniform(&mut rng) else {
+                        break;
+                    };
                     let member = m.0.clone();
                     t.remove(&member);
                     popped.push(OwnedElem::Bytes(member));

@@ -20,7 +20,7 @@
 use std::fmt;
 
 use crate::dict::{Dict, DictEntry};
-use crate::pack::Pack;
+use crate::pack::ForwardPack as Pack;
 use crate::{EncodingLimits, KeyHasher};
 
 /// The most bytes Redis lets a listpack grow to before it must become a hashtable

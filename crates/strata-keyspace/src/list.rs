@@ -76,7 +76,7 @@ impl NodeLimit {
     /// Whether `p` may take one more element of `len` bytes.
     #[inline]
     fn room_for(self, p: &Pack, len: usize) -> bool {
-        self.allows(p.len() + 1, p.bytes_len() + pack::encoded_len(len))
+        self.allows(p.len() + 1, p.bytes_len() + <Pack>::encoded_len(len))
     }
 
     /// Whether `a` and `b` fit in one node.
@@ -391,7 +391,7 @@ impl List {
         let mut prefix = 0;
         let mut cut = node.len() - 1;
         for (k, e) in node.iter().enumerate() {
-            prefix += pack::encoded_len(e.len());
+            prefix += <Pack>::encoded_len(e.len());
             if prefix * 2 >= total {
                 cut = k + 1;
                 break;

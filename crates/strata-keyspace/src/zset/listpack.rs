@@ -1,18 +1,30 @@
-//! The "listpack" encoding of a small sorted set: one [`Pack`] of member, score,
-//! member, score ..., sorted by score and then member.
+//! The "listpack" encoding of a small sorted set: one [`ForwardPack`] whose elements
+//! are (member, score) pairs, sorted by score and then member.
 //!
-//! Scores are stored as Redis's listpack stores them: a score that is a whole number
-//! within ±2^62 is stored as an integer (so -0 is read back as 0), any other as the
-//! double. Integers below 2^55 in magnitude take one to seven bytes (little-endian, sign
-//! extended, zero takes none); every other score takes the eight bytes of the double.
-//! Readers tell the two apart by length alone.
+//! A pair is one element of the pack: the member's bytes, the score's bytes, and a tail
+//! byte saying how many score bytes there are (low four bits) and whether they are a
+//! double (bit 4) or an integer:
+//!
+//! ```text
+//! | member | score (0-8 B) | tail (1 B) |
+//! ```
+//!
+//! Scores are kept as Redis's listpack keeps them: a score that is a whole number
+//! within ±2^62 is an integer (so -0 is read back as 0), in the fewest little-endian
+//! bytes whose sign extension gives it back (zero takes none); any other score is the
+//! double's bits, most significant byte first, without the trailing zero bytes (4.5
+//! takes two). With the pack's one byte of length in front, a pair costs its member
+//! and score bytes plus two.
 //!
 //! Every operation is a linear walk, which is why the set converts to the big encoding
 //! past `zset-max-listpack-entries`.
 
 use std::cmp::Ordering;
 
-use crate::pack::Pack;
+use crate::pack::ForwardPack;
+
+/// Bit of the tail byte that marks a double.
+const DOUBLE: u8 = 0x10;
 
 /// The integer Redis's listpack would store for `score` (its `double2ll`).
 #[inline]
@@ -25,21 +37,31 @@ pub fn as_integer(score: f64) -> Option<i64> {
     (n as f64 == score).then_some(n)
 }
 
-/// The stored form of a score: up to eight bytes and how many are used.
-pub fn encode_score(score: f64) -> ([u8; 8], usize) {
-    if let Some(n) = as_integer(score)
-        && (-(1i64 << 55)..(1i64 << 55)).contains(&n)
-    {
-        let bytes = n.to_le_bytes();
-        let mut len = 0;
-        // The fewest bytes whose sign extension gives back `n`.
-        while len < 7 && sign_extend(&bytes[..len]) != n {
-            len += 1;
+/// The stored form of a score: up to eight bytes and the tail byte, and how many of
+/// the nine are used.
+pub fn encode_score(score: f64) -> ([u8; 9], usize) {
+    let mut out = [0u8; 9];
+    let n = match as_integer(score) {
+        Some(int) => {
+            let bytes = int.to_le_bytes();
+            // The fewest bytes whose sign extension gives back `int`.
+            let mut n = 0;
+            while n < 8 && sign_extend(&bytes[..n]) != int {
+                n += 1;
+            }
+            out[..n].copy_from_slice(&bytes[..n]);
+            out[n] = n as u8;
+            n
         }
-        return (bytes, len);
-    }
-    let normalized = as_integer(score).map_or(score, |n| n as f64);
-    (normalized.to_le_bytes(), 8)
+        None => {
+            let bytes = score.to_bits().to_be_bytes();
+            let n = 8 - bytes.iter().rev().take_while(|&&b| b == 0).count();
+            out[..n].copy_from_slice(&bytes[..n]);
+            out[n] = n as u8 | DOUBLE;
+            n
+        }
+    };
+    (out, n + 1)
 }
 
 fn sign_extend(bytes: &[u8]) -> i64 {
@@ -51,96 +73,102 @@ fn sign_extend(bytes: &[u8]) -> i64 {
     i64::from_le_bytes(buf)
 }
 
-/// Reads a stored score.
+/// Splits a stored pair into its member and score.
 #[inline]
-pub fn decode_score(bytes: &[u8]) -> f64 {
-    match <[u8; 8]>::try_from(bytes) {
-        Ok(b) => f64::from_le_bytes(b),
-        Err(_) => sign_extend(&bytes[..bytes.len().min(8)]) as f64,
-    }
+pub fn decode(pair: &[u8]) -> (&[u8], f64) {
+    let (&tail, rest) = pair.split_last().expect("a pair ends with its tail byte");
+    let n = (tail & 0x0f) as usize;
+    let (member, bytes) = rest.split_at(rest.len() - n);
+    let score = if tail & DOUBLE != 0 {
+        let mut be = [0u8; 8];
+        be[..n].copy_from_slice(bytes);
+        f64::from_bits(u64::from_be_bytes(be))
+    } else {
+        sign_extend(bytes) as f64
+    };
+    (member, score)
 }
 
 /// The score as the pack stores it: what a read gives back after a write.
 pub fn stored(score: f64) -> f64 {
-    let (bytes, len) = encode_score(score);
-    decode_score(&bytes[..len])
+    as_integer(score).map_or(score, |n| n as f64)
 }
 
 /// Number of (member, score) pairs.
 #[inline]
-pub fn pairs(pack: &Pack) -> usize {
-    pack.len() / 2
+pub fn pairs(pack: &ForwardPack) -> usize {
+    pack.len()
+}
+
+/// Appends a pair (the caller keeps the order).
+pub fn push(pack: &mut ForwardPack, score: f64, member: &[u8]) {
+    let (bytes, len) = encode_score(score);
+    pack.push_back_parts(&[member, &bytes[..len]]);
 }
 
 /// The pair index and score of `member`.
-pub fn find(pack: &Pack, member: &[u8]) -> Option<(usize, f64)> {
-    let mut it = pack.iter();
-    let mut i = 0;
-    while let (Some(m), Some(s)) = (it.next(), it.next()) {
-        if m == member {
-            return Some((i, decode_score(s)));
-        }
-        i += 1;
-    }
-    None
+pub fn find(pack: &ForwardPack, member: &[u8]) -> Option<(usize, f64)> {
+    pack.iter()
+        .map(decode)
+        .enumerate()
+        .find_map(|(i, (m, s))| (m == member).then_some((i, s)))
 }
 
 /// Inserts a member known to be absent at its place in the order.
-pub fn insert(pack: &mut Pack, score: f64, member: &[u8]) {
+pub fn insert(pack: &mut ForwardPack, score: f64, member: &[u8]) {
     let (bytes, len) = encode_score(score);
-    let score = decode_score(&bytes[..len]);
-    let mut it = pack.iter();
-    let mut at = 0;
-    while let (Some(m), Some(s)) = (it.next(), it.next()) {
-        let here = decode_score(s);
-        let after = match here.partial_cmp(&score) {
+    let score = stored(score);
+    let at = pack
+        .iter()
+        .map(decode)
+        .position(|(m, here)| match here.partial_cmp(&score) {
             Some(Ordering::Equal) | None => m > member,
             Some(o) => o == Ordering::Greater,
-        };
-        if after {
-            break;
-        }
-        at += 1;
-    }
-    pack.insert(2 * at, member);
-    pack.insert(2 * at + 1, &bytes[..len]);
+        })
+        .unwrap_or(pack.len());
+    pack.insert_parts(at, &[member, &bytes[..len]]);
 }
 
 /// Removes pairs `start .. start + count`.
-pub fn remove(pack: &mut Pack, start: usize, count: usize) {
-    pack.remove_range(2 * start, 2 * count);
+pub fn remove(pack: &mut ForwardPack, start: usize, count: usize) {
+    pack.remove_range(start, count);
 }
 
 /// The pairs from index `start`, forwards or (with `rev`) backwards.
-pub fn iter_from(pack: &Pack, start: usize, rev: bool) -> Pairs<'_> {
+pub fn iter_from(pack: &ForwardPack, start: usize, rev: bool) -> Pairs<'_> {
     let total = pairs(pack);
-    let mut inner = pack.iter();
-    let remaining = if start >= total {
-        0
-    } else if rev {
-        // Skip the pairs after `start` from the back.
-        for _ in 0..2 * (total - 1 - start) {
-            inner.next_back();
+    if start >= total {
+        return Pairs::Backward {
+            pack,
+            starts: Vec::new(),
+        };
+    }
+    if rev {
+        // The pack reads forwards only: note where pairs 0..=start begin.
+        let mut starts = Vec::with_capacity(start + 1);
+        let mut at = 0;
+        for _ in 0..=start {
+            starts.push(at as u32);
+            at = pack.element_at(at).1;
         }
-        start + 1
+        Pairs::Backward { pack, starts }
     } else {
-        for _ in 0..2 * start {
-            inner.next();
+        let mut inner = pack.iter();
+        if start > 0 {
+            inner.nth(start - 1);
         }
-        total - start
-    };
-    Pairs {
-        inner,
-        remaining,
-        rev,
+        Pairs::Forward(inner)
     }
 }
 
 /// (member, score) pairs of a pack.
-pub struct Pairs<'a> {
-    inner: crate::pack::Iter<'a>,
-    remaining: usize,
-    rev: bool,
+pub enum Pairs<'a> {
+    Forward(crate::pack::Iter<'a, false>),
+    /// Walking towards the lowest: the starts of the pairs still to give, last first.
+    Backward {
+        pack: &'a ForwardPack,
+        starts: Vec<u32>,
+    },
 }
 
 impl<'a> Iterator for Pairs<'a> {
@@ -148,23 +176,21 @@ impl<'a> Iterator for Pairs<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.remaining == 0 {
-            return None;
-        }
-        self.remaining -= 1;
-        if self.rev {
-            let s = self.inner.next_back()?;
-            let m = self.inner.next_back()?;
-            Some((m, decode_score(s)))
-        } else {
-            let m = self.inner.next()?;
-            let s = self.inner.next()?;
-            Some((m, decode_score(s)))
+        match self {
+            Pairs::Forward(it) => it.next().map(decode),
+            Pairs::Backward { pack, starts } => {
+                let at = starts.pop()?;
+                Some(decode(pack.element_at(at as usize).0))
+            }
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
+        let n = match self {
+            Pairs::Forward(it) => it.len(),
+            Pairs::Backward { starts, .. } => starts.len(),
+        };
+        (n, Some(n))
     }
 }
 
@@ -196,19 +222,25 @@ mod tests {
             f64::MIN_POSITIVE / 4.0,
         ] {
             assert_eq!(stored(s), s, "{s}");
+            let (bytes, len) = encode_score(s);
+            let pair = [b"member".as_slice(), &bytes[..len]].concat();
+            assert_eq!(decode(&pair), (&b"member"[..], s), "{s}");
         }
         assert!(stored(-0.0).is_sign_positive());
-        assert_eq!(encode_score(0.0).1, 0);
-        assert_eq!(encode_score(100.0).1, 1);
-        assert_eq!(encode_score(200.0).1, 2);
-        assert_eq!(encode_score(0.5).1, 8);
+        // Score bytes plus the tail byte.
+        assert_eq!(encode_score(0.0).1, 1);
+        assert_eq!(encode_score(100.0).1, 2);
+        assert_eq!(encode_score(200.0).1, 3);
+        assert_eq!(encode_score(4.5).1, 3);
+        assert_eq!(encode_score(0.1).1, 9);
+        assert_eq!(encode_score(-1e300).1, 9);
         assert_eq!(as_integer(4611686018427387904.0), Some(1 << 62));
         assert_eq!(as_integer(9223372036854775807.0), None);
     }
 
     #[test]
     fn pairs_stay_sorted() {
-        let mut p = Pack::new();
+        let mut p = ForwardPack::new();
         for (s, m) in [(2.0, "b"), (1.0, "z"), (2.0, "a"), (-1.5, "q"), (1.0, "y")] {
             insert(&mut p, s, m.as_bytes());
         }

@@ -1,7 +1,7 @@
 //! `ZSet`: a sorted set — unique members, each with a score, ordered by score and then
 //! by member bytes — in Redis's two encodings.
 //!
-//! - "listpack": small sets live in one [`Pack`] of member/score pairs kept in order
+//! - "listpack": small sets live in one [`ForwardPack`] of member/score pairs kept in order
 //!   (see [`listpack`]). Lookups and updates are linear walks.
 //! - "skiplist": past `zset-max-listpack-entries` members, or once a member is longer
 //!   than `zset-max-listpack-value`, the set converts (for good) to a [`Dict`] from
@@ -30,7 +30,7 @@ use crate::EncodingLimits;
 use crate::KeyHasher;
 use crate::compact::CompactBytes;
 use crate::dict::{Dict, DictEntry};
-use crate::pack::Pack;
+use crate::pack::ForwardPack;
 use tree::{Item, ScoreTree};
 
 /// A score interval, as ZRANGEBYSCORE's `min` and `max` give it (`(` makes a bound
@@ -253,7 +253,7 @@ impl Big {
 }
 
 enum Repr {
-    Listpack(Pack),
+    Listpack(ForwardPack),
     Skiplist(Box<Big>),
 }
 
@@ -266,7 +266,7 @@ impl ZSet {
     /// An empty set in the listpack encoding.
     pub fn new_listpack() -> ZSet {
         ZSet {
-            repr: Repr::Listpack(Pack::new()),
+            repr: Repr::Listpack(ForwardPack::new()),
         }
     }
 
@@ -306,11 +306,9 @@ impl ZSet {
         if pairs.len() as u64 <= limits.zset_max_listpack_entries
             && longest as u64 <= limits.zset_max_listpack_value
         {
-            let mut pack = Pack::new();
+            let mut pack = ForwardPack::new();
             for (m, s) in &pairs {
-                pack.push_back(m);
-                let (bytes, len) = listpack::encode_score(*s);
-                pack.push_back(&bytes[..len]);
+                listpack::push(&mut pack, *s, m);
             }
             return ZSet {
                 repr: Repr::Listpack(pack),

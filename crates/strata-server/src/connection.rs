@@ -175,10 +175,10 @@ async fn run(
                     }
                     let refs: SmallVec<[&[u8]; 8]> = argv.iter().map(Vec::as_slice).collect();
                     conn.refetched = true;
-                    let started = Instant::now();
+                    clock.restart();
+                    let started = clock.start();
                     let now = clock.unix_ms_at(started);
-                    let next =
-                        run_request(state, conn, &mut out, &mut durable, &refs, now, started);
+                    let next = run_request(state, conn, &mut out, &mut durable, &refs, now, &clock);
                     drop(refs);
                     conn.fetch_cold = true;
                     conn.refetched = false;
@@ -208,6 +208,7 @@ async fn run(
                         if !flush(state, stream, &info, &wake, &mut out).await? {
                             return Ok(());
                         }
+                        clock.restart();
                     }
                 }
                 Step::NeedMore => break,
@@ -238,6 +239,7 @@ async fn run(
                         }
                         None => return Ok(()),
                     }
+                    clock.restart();
                 }
                 Step::Paused(until) => {
                     if !flush(state, stream, &info, &wake, &mut out).await? {
@@ -252,6 +254,7 @@ async fn run(
                     if !wait.paused(stream, &mut inbuf, &mut out, until).await? {
                         return Ok(());
                     }
+                    clock.restart();
                 }
             }
         }
@@ -316,21 +319,46 @@ async fn fetch_cold(state: &Arc<ServerState>, cold: Vec<ColdKey>) -> bool {
     task.await.unwrap_or(false)
 }
 
-/// Wall-clock time derived from the monotonic clock, so that a command reads the
-/// clock once (its start, which its duration also needs) instead of twice: the wall
-/// clock is read once per batch of requests read from the socket, and the two clocks
-/// cannot drift apart noticeably within one.
+/// The clocks of a batch of requests read from the socket. The wall clock is read
+/// once per batch and derived from the monotonic clock after that (the two cannot
+/// drift apart noticeably within one), and the monotonic clock once per command: a
+/// command starts where the one before it in the batch ended (or where the batch
+/// began), so its duration needs only its end. Reading a clock costs about 35 ns
+/// here, some 2% of a pipelined command; the time between two commands (parsing the
+/// next one) counts towards the second's duration.
 struct BatchClock {
     at: Instant,
     unix_ms: u64,
+    /// The end of the last command of the batch, or its beginning.
+    mark: std::cell::Cell<Instant>,
 }
 
 impl BatchClock {
     fn now() -> BatchClock {
+        let at = Instant::now();
         BatchClock {
-            at: Instant::now(),
+            at,
             unix_ms: unix_ms(),
+            mark: std::cell::Cell::new(at),
         }
+    }
+
+    /// When the next command starts.
+    fn start(&self) -> Instant {
+        self.mark.get()
+    }
+
+    /// Marks the end of a command; returns it.
+    fn end(&self) -> Instant {
+        let t = Instant::now();
+        self.mark.set(t);
+        t
+    }
+
+    /// Starts afresh after a wait (a flush, a blocking command), which belongs to
+    /// no command's duration.
+    fn restart(&self) {
+        self.mark.set(Instant::now());
     }
 
     /// Unix milliseconds at `t`, a moment of this batch (or later).
@@ -383,12 +411,12 @@ fn step(
     };
     let args = parser.args(inbuf);
     let argv: SmallVec<[&[u8]; 8]> = args.iter().collect();
-    let started = Instant::now();
+    let started = clock.start();
     let now = clock.unix_ms_at(started);
     if let Some(until) = state.pause.holds(conn, &argv, now, &state.registry) {
         return Step::Paused(until);
     }
-    let step = run_request(state, conn, out, durable, &argv, now, started);
+    let step = run_request(state, conn, out, durable, &argv, now, clock);
     let step = match step {
         Step::Fetch(_, cold) => Step::Fetch(argv.iter().map(|a| a.to_vec()).collect(), cold),
         step => step,
@@ -408,8 +436,9 @@ fn run_request(
     durable: &mut u64,
     argv: &[&[u8]],
     now: u64,
-    started: Instant,
+    clock: &BatchClock,
 ) -> Step {
+    let started = clock.start();
     let reply_at = out.len();
     let outcome = execute(state, &state.keyspace, conn, out, argv, now);
     if !outcome.fetch.is_empty() {
@@ -437,7 +466,7 @@ fn run_request(
         let waiter = Waiter::new(conn.info.clone(), conn.db, conn.proto, owned, req.keys);
         (waiter, req.timeout)
     });
-    let took = started.elapsed();
+    let took = clock.end().saturating_duration_since(started);
     state.stats.record(
         outcome.cmd.map(|c| c.id),
         took,

@@ -53,9 +53,12 @@ pub struct Entry {
     /// Whether the database lists where the key's records are in the store's log
     /// (see [`crate::logref`]).
     logged: bool,
-    /// The length of the key's record when its table slot holds where it is (a
+    /// The length of the key's record when `log_slot` holds where it is (a
     /// [`Narrow`]); 0 otherwise.
     log_len: u16,
+    /// Where the key's one record is in the store's log, when it fits a [`Narrow`]
+    /// (with `log_len`); meaningless otherwise.
+    log_slot: NarrowSlot,
 }
 
 impl DictEntry for Entry {
@@ -180,7 +183,7 @@ impl EventFlags {
 
 /// One database of one shard.
 pub struct Db {
-    dict: Dict<Box<Entry>, KeyHasher, NarrowSlot>,
+    dict: Dict<Box<Entry>, KeyHasher>,
     /// The expiry times of the keys with a TTL.
     expires: Expires,
     /// Where each logged key's records are in the store's log (see [`crate::logref`]).
@@ -360,6 +363,7 @@ impl Db {
         let mut narrow = self.narrow_at(pos);
         let mut entry = self.dict.remove_at(pos);
         entry.log_len = 0;
+        entry.log_slot = NarrowSlot::default();
         if entry.logged
             && let Some(index) = &mut self.log_index
         {
@@ -454,6 +458,7 @@ impl Db {
                     volatile: self.expires.set(hash, key, 0, when),
                     logged: false,
                     log_len: 0,
+                    log_slot: NarrowSlot::default(),
                 };
                 self.dict.insert(hash, Box::new(entry));
                 self.log(KeyEvent::New, key);
@@ -481,6 +486,7 @@ impl Db {
             volatile: false,
             logged: false,
             log_len: 0,
+            log_slot: NarrowSlot::default(),
         };
         self.log(KeyEvent::New, key);
         let (e, _) = self.dict.get_or_insert_with(hash, key, || Box::new(entry));
@@ -761,27 +767,25 @@ impl Db {
         self.dict.at(pos).logged.then_some(pos)
     }
 
-    /// Calls `f` with the index, the entry at `pos`, and the entry's narrow slot,
-    /// making the table keep narrow slots if it did not.
+    /// Calls `f` with the index, the entry at `pos`, and the entry's [`Narrow`].
     fn with_log_slot<R>(
         &mut self,
         pos: Pos,
         f: impl FnOnce(&mut LogIndex, &mut Entry, &mut Narrow) -> R,
     ) -> R {
-        self.dict.enable_aux();
         let index = self.log_index.get_or_insert_with(Box::default);
-        let (entry, slot) = self.dict.at_mut_with_aux(pos);
-        let slot = slot.expect("the table keeps narrow slots");
-        let mut narrow = Narrow::join(*slot, entry.log_len);
+        let entry = self.dict.at_mut(pos);
+        let mut narrow = Narrow::join(entry.log_slot, entry.log_len);
         let r = f(index, entry, &mut narrow);
-        (*slot, entry.log_len) = narrow.split();
+        (entry.log_slot, entry.log_len) = narrow.split();
         r
     }
 
     /// The [`Narrow`] of the entry at `pos`.
     #[inline]
     fn narrow_at(&self, pos: Pos) -> Narrow {
-        Narrow::join(self.dict.aux(pos), self.dict.at(pos).log_len)
+        let entry = self.dict.at(pos);
+        Narrow::join(entry.log_slot, entry.log_len)
     }
 
     /// Records that the store's log holds `change` for `key`, the record the key's
@@ -852,10 +856,10 @@ impl Db {
         if self.log_index.take().is_none() {
             return;
         }
-        self.dict.disable_aux();
         for e in self.dict.iter_mut() {
             e.logged = false;
             e.log_len = 0;
+            e.log_slot = NarrowSlot::default();
         }
     }
 
@@ -952,7 +956,7 @@ impl Db {
 /// What is to be freed off the client threads (Redis's lazy free): the contents of a
 /// cleared database, or one value too big to drop while a client waits.
 pub enum Detached {
-    Db(Dict<Box<Entry>, KeyHasher, NarrowSlot>),
+    Db(Dict<Box<Entry>, KeyHasher>),
     Value(Value),
 }
 

@@ -28,16 +28,8 @@
 //! does with its two hash tables. While draining, a key lives in exactly one of the two
 //! tables; new keys always go to the new one.
 //!
-//! A dict may keep a small `Copy` value beside each entry (its *aux*, e.g. where the
-//! database's key is in the store's log): one more parallel array, allocated only
-//! once [`Dict::enable_aux`] is called, and moved with the entry whenever the entry
-//! moves (probe-run shifts, resizes). Dicts whose aux type is `()` pay nothing, not
-//! even a pointer ([`Aux`]).
-//!
 //! # Invariants
 //!
-//! - A table's aux values are off, or one per slot (every full slot's belonging to
-//!   its entry); both tables of a dict agree.
 //! - Between a key's home slot and its actual slot (cyclically) there is no `EMPTY`
 //!   control byte. SCAN relies on this: walking from home slot `b` to the end of its
 //!   run finds every entry whose home is `b`.
@@ -97,97 +89,23 @@ fn capacity_for(items: usize) -> usize {
         .max(MIN_CAPACITY)
 }
 
-/// A value a dict may keep beside each entry (see the module docs).
-pub trait Aux: Copy + Default {
-    /// Where a table keeps them.
-    type Slots: AuxSlots<Self>;
-}
-
-/// A table's aux values: off, or one per slot.
-pub trait AuxSlots<A> {
-    fn off() -> Self;
-    /// One default value per slot.
-    fn on(capacity: usize) -> Self;
-    fn is_on(&self) -> bool;
-    fn values(&self) -> &[A];
-    fn values_mut(&mut self) -> &mut [A];
-}
-
-/// No aux values: dicts of `()` keep nothing, in no bytes.
-pub struct NoAux;
-
-impl AuxSlots<()> for NoAux {
-    fn off() -> Self {
-        NoAux
-    }
-    fn on(_: usize) -> Self {
-        NoAux
-    }
-    fn is_on(&self) -> bool {
-        false
-    }
-    fn values(&self) -> &[()] {
-        &[]
-    }
-    fn values_mut(&mut self) -> &mut [()] {
-        &mut []
-    }
-}
-
-impl Aux for () {
-    type Slots = NoAux;
-}
-
-impl<A: Copy + Default> AuxSlots<A> for Option<Box<[A]>> {
-    fn off() -> Self {
-        None
-    }
-    fn on(capacity: usize) -> Self {
-        Some(vec![A::default(); capacity].into_boxed_slice())
-    }
-    fn is_on(&self) -> bool {
-        self.is_some()
-    }
-    #[inline]
-    fn values(&self) -> &[A] {
-        self.as_deref().unwrap_or_default()
-    }
-    #[inline]
-    fn values_mut(&mut self) -> &mut [A] {
-        self.as_deref_mut().unwrap_or_default()
-    }
-}
-
-struct Table<E, A: Aux> {
+struct Table<E> {
     ctrl: Box<[u8]>,
     slots: Box<[Option<E>]>,
-    /// Off, or one value per slot (see the module docs).
-    aux: A::Slots,
     items: usize,
 }
 
-impl<E: DictEntry, A: Aux> Table<E, A> {
-    fn empty(aux: bool) -> Self {
-        Self::with_capacity(0, aux)
+impl<E: DictEntry> Table<E> {
+    fn empty() -> Self {
+        Self::with_capacity(0)
     }
 
-    fn with_capacity(capacity: usize, aux: bool) -> Self {
+    fn with_capacity(capacity: usize) -> Self {
         Table {
             ctrl: vec![EMPTY; capacity].into_boxed_slice(),
             slots: std::iter::repeat_with(|| None).take(capacity).collect(),
-            aux: if aux {
-                A::Slots::on(capacity)
-            } else {
-                A::Slots::off()
-            },
             items: 0,
         }
-    }
-
-    /// The aux of slot `i` (the default if the table keeps none).
-    #[inline]
-    fn aux_at(&self, i: usize) -> A {
-        self.aux.values().get(i).copied().unwrap_or_default()
     }
 
     #[inline]
@@ -249,9 +167,8 @@ impl<E: DictEntry, A: Aux> Table<E, A> {
         }
     }
 
-    /// Places an entry whose key is known to be absent, with its aux. The table must
-    /// have room.
-    fn insert_new(&mut self, hash: u64, entry: E, aux: A) -> usize {
+    /// Places an entry whose key is known to be absent. The table must have room.
+    fn insert_new(&mut self, hash: u64, entry: E) -> usize {
         let mut i = self.home(hash);
         while self.ctrl[i] >= 0x80 {
             i = self.next(i);
@@ -259,9 +176,6 @@ impl<E: DictEntry, A: Aux> Table<E, A> {
         debug_assert_eq!(self.ctrl[i], EMPTY, "inserts never go to a draining table");
         self.ctrl[i] = tag(hash);
         self.slots[i] = Some(entry);
-        if let Some(a) = self.aux.values_mut().get_mut(i) {
-            *a = aux;
-        }
         self.items += 1;
         i
     }
@@ -286,10 +200,6 @@ impl<E: DictEntry, A: Aux> Table<E, A> {
             if dist_next >= dist_hole {
                 self.ctrl[hole] = self.ctrl[next];
                 self.slots[hole] = self.slots[next].take();
-                let aux = self.aux.values_mut();
-                if !aux.is_empty() {
-                    aux[hole] = aux[next];
-                }
                 hole = next;
             }
             next = self.next(next);
@@ -331,7 +241,6 @@ impl<E: DictEntry, A: Aux> Table<E, A> {
 
     fn allocated_bytes(&self) -> usize {
         self.capacity() * (1 + std::mem::size_of::<Option<E>>())
-            + std::mem::size_of_val(self.aux.values())
     }
 }
 
@@ -342,68 +251,28 @@ pub struct Pos {
     index: usize,
 }
 
-/// A hash table from byte-string keys to entries, each with an optional aux value `A`
-/// (see the module docs).
-pub struct Dict<E, S, A: Aux = ()> {
-    main: Table<E, A>,
+/// A hash table from byte-string keys to entries (see the module docs).
+pub struct Dict<E, S> {
+    main: Table<E>,
     /// The table being drained into `main`, if a resize is in progress.
-    old: Option<Table<E, A>>,
+    old: Option<Table<E>>,
     /// Slots of `old` already migrated.
     migrated: usize,
     hasher: S,
 }
 
-impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
+impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
     pub fn with_hasher(hasher: S) -> Self {
         Dict {
-            main: Table::empty(false),
+            main: Table::empty(),
             old: None,
             migrated: 0,
             hasher,
         }
     }
 
-    /// Whether tables keep aux values.
     #[inline]
-    fn aux_on(&self) -> bool {
-        self.main.aux.is_on()
-    }
-
-    /// Starts keeping an aux value per entry, the default for every present one.
-    pub fn enable_aux(&mut self) {
-        if self.aux_on() {
-            return;
-        }
-        for t in std::iter::once(&mut self.main).chain(self.old.as_mut()) {
-            t.aux = A::Slots::on(t.capacity());
-        }
-    }
-
-    /// Stops keeping aux values, dropping them all.
-    pub fn disable_aux(&mut self) {
-        for t in std::iter::once(&mut self.main).chain(self.old.as_mut()) {
-            t.aux = A::Slots::off();
-        }
-    }
-
-    /// The aux value of the entry at `pos` (the default if none are kept).
-    #[inline]
-    pub fn aux(&self, pos: Pos) -> A {
-        self.table(pos).aux_at(pos.index)
-    }
-
-    /// The entry at `pos` and its aux value, if aux values are kept.
-    #[inline]
-    pub fn at_mut_with_aux(&mut self, pos: Pos) -> (&mut E, Option<&mut A>) {
-        let table = self.table_mut(pos);
-        let entry = table.slots[pos.index]
-            .as_mut()
-            .expect("pos names a full slot");
-        (entry, table.aux.values_mut().get_mut(pos.index))
-    }
-
-    #[inline]
-    fn table(&self, pos: Pos) -> &Table<E, A> {
+    fn table(&self, pos: Pos) -> &Table<E> {
         if pos.old {
             self.old.as_ref().expect("pos in old table")
         } else {
@@ -412,7 +281,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
     }
 
     #[inline]
-    fn table_mut(&mut self, pos: Pos) -> &mut Table<E, A> {
+    fn table_mut(&mut self, pos: Pos) -> &mut Table<E> {
         if pos.old {
             self.old.as_mut().expect("pos in old table")
         } else {
@@ -520,9 +389,9 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
         if let Some(i) = self.main.find(hash, entry.key()) {
             return self.main.slots[i].replace(entry);
         }
-        let replaced = self.remove_from_old(hash, entry.key()).map(|(e, _)| e);
+        let replaced = self.remove_from_old(hash, entry.key());
         self.reserve_one();
-        self.main.insert_new(hash, entry, A::default());
+        self.main.insert_new(hash, entry);
         replaced
     }
 
@@ -541,13 +410,13 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
                 false,
             );
         }
-        let (entry, aux, inserted) = match self.remove_from_old(hash, key) {
-            Some((e, aux)) => (e, aux, false),
-            None => (make(), A::default(), true),
+        let (entry, inserted) = match self.remove_from_old(hash, key) {
+            Some(e) => (e, false),
+            None => (make(), true),
         };
         debug_assert!(entry.key() == key);
         self.reserve_one();
-        let i = self.main.insert_new(hash, entry, aux);
+        let i = self.main.insert_new(hash, entry);
         (
             self.main.slots[i].as_mut().expect("inserted slot is full"),
             inserted,
@@ -558,7 +427,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
         self.migrate_step();
         let removed = match self.main.find(hash, key) {
             Some(i) => self.main.remove_shift(i, &self.hasher),
-            None => self.remove_from_old(hash, key).map(|(e, _)| e),
+            None => self.remove_from_old(hash, key),
         };
         if removed.is_some() {
             self.maybe_shrink();
@@ -608,12 +477,11 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
         None
     }
 
-    /// Removes `key` from the draining table, with its aux value.
-    fn remove_from_old(&mut self, hash: u64, key: &[u8]) -> Option<(E, A)> {
+    /// Removes `key` from the draining table.
+    fn remove_from_old(&mut self, hash: u64, key: &[u8]) -> Option<E> {
         let old = self.old.as_mut()?;
         let i = old.find(hash, key)?;
-        let aux = old.aux_at(i);
-        old.remove_tombstone(i).map(|e| (e, aux))
+        old.remove_tombstone(i)
     }
 
     /// Makes room for `additional` more entries at once, so that a bulk load
@@ -628,19 +496,16 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
         let capacity = ((self.len() + additional).saturating_mul(10) / 7)
             .next_multiple_of(8)
             .max(MIN_CAPACITY);
-        let fresh = Table::with_capacity(capacity, self.aux_on());
+        let fresh = Table::with_capacity(capacity);
         let old = std::mem::replace(&mut self.main, fresh);
         self.absorb(old);
     }
 
-    /// Moves every entry of `table` (with its aux) into `main`, which has room.
-    fn absorb(&mut self, mut table: Table<E, A>) {
-        let slots = std::mem::take(&mut table.slots);
-        for (i, e) in slots.into_vec().into_iter().enumerate() {
-            if let Some(e) = e {
-                let h = self.hasher.hash_one(e.key());
-                self.main.insert_new(h, e, table.aux_at(i));
-            }
+    /// Moves every entry of `table` into `main`, which has room.
+    fn absorb(&mut self, table: Table<E>) {
+        for e in table.slots.into_vec().into_iter().flatten() {
+            let h = self.hasher.hash_one(e.key());
+            self.main.insert_new(h, e);
         }
     }
 
@@ -654,7 +519,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
             // The live table filled up before the previous resize finished (possible
             // only right after a steep shrink): move everything into one table big
             // enough for all of it, at once.
-            let fresh = Table::with_capacity(capacity, self.aux_on());
+            let fresh = Table::with_capacity(capacity);
             let main = std::mem::replace(&mut self.main, fresh);
             self.absorb(main);
             self.absorb(old);
@@ -677,7 +542,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
 
     fn resize(&mut self, capacity: usize) {
         debug_assert!(self.old.is_none());
-        let fresh = Table::with_capacity(capacity, self.aux_on());
+        let fresh = Table::with_capacity(capacity);
         let old = std::mem::replace(&mut self.main, fresh);
         if old.items == 0 {
             return;
@@ -716,7 +581,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
                 old.ctrl[i] = DELETED;
                 old.items -= 1;
                 let h = self.hasher.hash_one(e.key());
-                self.main.insert_new(h, e, old.aux_at(i));
+                self.main.insert_new(h, e);
             }
         }
         self.migrated = end;
@@ -728,7 +593,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
 
     /// Removes every entry, returning them as a dict that the caller may drop elsewhere
     /// (freeing a big table off the hot path).
-    pub fn take(&mut self) -> Dict<E, S, A>
+    pub fn take(&mut self) -> Dict<E, S>
     where
         S: Clone,
     {
@@ -835,7 +700,7 @@ impl<E: DictEntry, S: BuildHasher, A: Aux> Dict<E, S, A> {
     }
 }
 
-impl<E: DictEntry, S: BuildHasher + Default, A: Aux> Default for Dict<E, S, A> {
+impl<E: DictEntry, S: BuildHasher + Default> Default for Dict<E, S> {
     fn default() -> Self {
         Dict::with_hasher(S::default())
     }
@@ -867,14 +732,8 @@ mod tests {
         d.insert(h, E(k.to_vec(), v))
     }
 
-    impl Aux for u32 {
-        type Slots = Option<Box<[u32]>>;
-    }
-
-    fn check_invariants<A: Aux>(d: &Dict<E, H, A>) {
+    fn check_invariants(d: &Dict<E, H>) {
         for table in std::iter::once(&d.main).chain(d.old.as_ref()) {
-            let aux_len = if d.aux_on() { table.capacity() } else { 0 };
-            assert_eq!(table.aux.values().len(), aux_len);
             let mut n = 0;
             for i in 0..table.capacity() {
                 if table.ctrl[i] < 0x80 {
@@ -1182,80 +1041,5 @@ mod tests {
             }
             prop_assert_eq!(seen.len(), m.len());
         }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(48))]
-        /// Each entry's aux value stays its own through inserts, removals (which shift
-        /// probe runs), growth, shrinking and incremental migration.
-        #[test]
-        fn aux_values_move_with_their_entries(
-            ops in proptest::collection::vec((0..3000u16, 0..10u8), 1..3000),
-            enable_at in 0..3000usize,
-        ) {
-            let mut d: Dict<E, H, u32> = Dict::with_hasher(H::default());
-            let mut m: HashMap<Vec<u8>, u32> = HashMap::new();
-            for (n, (k, what)) in ops.into_iter().enumerate() {
-                if n == enable_at {
-                    d.enable_aux();
-                    m.values_mut().for_each(|v| *v = 0);
-                }
-                let k = format!("key:{k}").into_bytes();
-                let h = d.hash(&k);
-                match what {
-                    0..=4 => {
-                        let (_, inserted) = d.get_or_insert_with(h, &k, || E(k.clone(), 0));
-                        let pos = d.find(h, &k).expect("present");
-                        let tag = u32::from(what) + 1 + n as u32 * 10;
-                        if let (_, Some(a)) = d.at_mut_with_aux(pos) {
-                            *a = tag;
-                            m.insert(k, tag);
-                        } else {
-                            prop_assert!(n < enable_at);
-                            if inserted { m.insert(k, 0); }
-                        }
-                    }
-                    5..=8 => {
-                        if let Some(pos) = d.find(h, &k) {
-                            d.remove_at(pos);
-                        }
-                        m.remove(&k);
-                    }
-                    _ => { d.rehash_some(7); }
-                }
-            }
-            prop_assert_eq!(d.len(), m.len());
-            for (k, a) in &m {
-                let pos = d.find(d.hash(k), k).expect("present");
-                prop_assert_eq!(d.aux(pos), *a);
-            }
-            check_invariants(&d);
-            d.disable_aux();
-            for k in m.keys() {
-                let pos = d.find(d.hash(k), k).expect("present");
-                prop_assert_eq!(d.aux(pos), 0);
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod size_tests {
-    use super::*;
-
-    struct K(Vec<u8>);
-    impl DictEntry for K {
-        fn key(&self) -> &[u8] {
-            &self.0
-        }
-    }
-
-    #[test]
-    fn dicts_without_aux_values_pay_nothing_for_them() {
-        // Two tables (control bytes, slots, items) and the migration cursor.
-        assert_eq!(
-            size_of::<Dict<K, crate::KeyHasher>>(),
-            2 * 40 + 8 + size_of::<crate::KeyHasher>()
-        );
     }
 }

@@ -7,10 +7,9 @@
 //! records are in one of two places:
 //!
 //! - **narrow**: a key whose value is one whole record (every string, and every
-//!   collection logged whole) of at most 64 KiB keeps its location beside its entry
-//!   ([`Narrow`]): segment and offset in the database table's slot (8 bytes, the
-//!   table's aux value), length in two bytes the entry had spare. No lookup of its
-//!   own, nothing allocated per key.
+//!   collection logged whole) of at most 64 KiB keeps its location in its entry
+//!   ([`Narrow`], in [`crate::db::Entry`]): segment and offset in 8 bytes, length in
+//!   two more. No lookup of its own, nothing allocated per key.
 //! - **wide**: by key bytes, in [`LogIndex`], the rest: keys whose records are a
 //!   chain (a value and the operations logged after it), and values whose record is
 //!   longer or whose location does not fit 32-bit fields.
@@ -98,7 +97,7 @@ pub fn listed_keys() -> u64 {
 }
 
 /// Where a key's value is when it is one record whose segment and offset fit in 32
-/// bits and whose length fits in 16: kept beside the key's entry, so it costs no
+/// bits and whose length fits in 16: kept in the key's entry, so it costs no
 /// lookup of its own ([`NarrowSlot`] says where). A zero length (no record is empty)
 /// means nothing is held.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -107,17 +106,12 @@ pub struct Narrow {
     len: u16,
 }
 
-/// The part of a [`Narrow`] kept in the key's table slot (8 bytes, the table's aux
-/// value); its length is kept in the key's entry, which has room for it
-/// ([`crate::db::Entry`] stays 64 bytes).
+/// The segment and offset of a [`Narrow`] (8 bytes), kept in the key's entry
+/// ([`crate::db::Entry`]) beside its length.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct NarrowSlot {
     segment: u32,
     offset: u32,
-}
-
-impl crate::dict::Aux for NarrowSlot {
-    type Slots = Option<Box<[NarrowSlot]>>;
 }
 
 impl Narrow {

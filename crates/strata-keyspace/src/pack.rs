@@ -5,18 +5,27 @@
 //! its bytes plus one to ten bytes of framing:
 //!
 //! ```text
-//! | len (LEB128, 1-5 B) | bytes (len B) | back (1-5 B, only when BACK) |
+//! | len (LEB128, 1-5 B) | bytes (len B) | back (1-5 B, framing `Both` only) |
 //! ```
 //!
 //! `back` is the size of `len` + `bytes` written so that it reads backwards (the last
 //! byte holds the lowest seven bits; every byte but the first carries a continuation
-//! flag), so a reader at the end of an element can find its start. Lists need that
-//! (RPOP, LINDEX -1 on a node of 8 KiB) and use `Pack` (`BACK = true`). Hashes and
-//! sorted sets are read front to back and use [`ForwardPack`] (`BACK = false`): an
-//! element costs one byte of framing less, which for a hash of five short fields is
-//! the difference between jemalloc's 64-byte and 48-byte size classes. A forward pack
-//! still walks backwards when asked, by scanning from its front (O(n) a step). The
-//! element count is kept beside the buffer.
+//! flag), so a reader at the end of an element can find its start.
+//!
+//! Two framings ([`Frame`]):
+//!
+//! - [`Both`] (`Pack`): elements end with their back size and the pack keeps its
+//!   element count beside the buffer (24 bytes). Lists use it: RPOP and LINDEX -1 on
+//!   a node of 8 KiB walk from the end, and index operations skip whole nodes by
+//!   their counts.
+//! - [`Forward`] ([`ForwardPack`]): no back sizes and no count (16 bytes). Hashes and
+//!   sorted sets use it: they are read front to back, and are small (Redis's
+//!   `*-max-listpack-entries`), so counting means a walk of at most a few hundred
+//!   elements. An element costs one byte of framing less, which for a hash of five
+//!   short fields is the difference between jemalloc's 64-byte and 48-byte size
+//!   classes; and a 16-byte handle lets a hash or sorted set share the key's entry
+//!   with the store's location of its record (see `db::Entry`). A forward pack
+//!   still walks backwards when asked, by scanning from its front (O(n) a step).
 //!
 //! The buffer is always exactly as long as its contents, as Redis's listpack is: every
 //! change reallocates it to its new size (in place while the allocator's size class
@@ -31,16 +40,78 @@
 //! - Offsets handed out by [`Pack::offset_of`] are element starts, valid until the
 //!   next change.
 
-/// A packed sequence of byte strings; `BACK` says whether each element also ends
-/// with its size, so that the pack can be walked from its end.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Pack<const BACK: bool = true> {
-    buf: Box<[u8]>,
-    len: u32,
+/// How a pack frames its elements and whether it keeps their count.
+pub trait Frame: Clone + Default + PartialEq + Eq {
+    /// Whether each element also ends with its size, so that the pack can be walked
+    /// from its end.
+    const BACK: bool;
+    /// The element count kept beside the buffer, if any.
+    type Count: Count;
 }
 
-/// A pack walked from its front only (see the module docs).
-pub type ForwardPack = Pack<false>;
+/// An element count kept beside a pack's buffer, or none.
+pub trait Count: Copy + Default + PartialEq + Eq {
+    /// The count, if kept.
+    fn get(self) -> Option<usize>;
+    /// Sets the count (a no-op if none is kept).
+    fn set(&mut self, n: usize);
+}
+
+/// A kept count.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct Kept(u32);
+
+impl Count for Kept {
+    #[inline]
+    fn get(self) -> Option<usize> {
+        Some(self.0 as usize)
+    }
+    #[inline]
+    fn set(&mut self, n: usize) {
+        self.0 = n as u32;
+    }
+}
+
+/// No count: it is found by walking the buffer.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct Walked;
+
+impl Count for Walked {
+    #[inline]
+    fn get(self) -> Option<usize> {
+        None
+    }
+    #[inline]
+    fn set(&mut self, _n: usize) {}
+}
+
+/// Back sizes and a kept count (lists).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Both;
+
+impl Frame for Both {
+    const BACK: bool = true;
+    type Count = Kept;
+}
+
+/// Front to back only, no count (hashes, sorted sets).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Forward;
+
+impl Frame for Forward {
+    const BACK: bool = false;
+    type Count = Walked;
+}
+
+/// A packed sequence of byte strings, framed as `F` says.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Pack<F: Frame = Both> {
+    buf: Box<[u8]>,
+    count: F::Count,
+}
+
+/// A pack walked from its front only, without a kept count (see the module docs).
+pub type ForwardPack = Pack<Forward>;
 
 fn varint_len(mut n: usize) -> usize {
     let mut k = 1;
@@ -102,15 +173,36 @@ fn read_back(buf: &[u8], end: usize) -> (usize, usize) {
     }
 }
 
-impl<const BACK: bool> Pack<BACK> {
+impl<F: Frame> Pack<F> {
+    const BACK: bool = F::BACK;
+
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Applies `f` to the kept count, if there is one.
+    #[inline]
+    fn recount(&mut self, f: impl FnOnce(usize) -> usize) {
+        if let Some(n) = self.count.get() {
+            self.count.set(f(n));
+        }
+    }
+
+    /// The number of elements between byte offsets `from` and `to` (element starts
+    /// or the end), by walking.
+    fn count_between(&self, from: usize, to: usize) -> usize {
+        let (mut at, mut n) = (from, 0);
+        while at < to {
+            at = self.element_at(at).1;
+            n += 1;
+        }
+        n
     }
 
     /// Size of the encoded element holding `len` bytes.
     pub fn encoded_len(len: usize) -> usize {
         let h = varint_len(len) + len;
-        if BACK { h + varint_len(h) } else { h }
+        if Self::BACK { h + varint_len(h) } else { h }
     }
 
     /// Appends to `out` one element made of `parts`, concatenated.
@@ -120,20 +212,23 @@ impl<const BACK: bool> Pack<BACK> {
         for p in parts {
             out.extend_from_slice(p);
         }
-        if BACK {
+        if Self::BACK {
             write_back(out, varint_len(len) + len);
         }
     }
 
-    /// Number of elements.
+    /// Number of elements: kept, or counted by walking the pack (O(n)).
     #[inline]
     pub fn len(&self) -> usize {
-        self.len as usize
+        match self.count.get() {
+            Some(n) => n,
+            None => self.count_between(0, self.buf.len()),
+        }
     }
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.buf.is_empty()
     }
 
     /// Bytes of encoded data.
@@ -153,7 +248,7 @@ impl<const BACK: bool> Pack<BACK> {
         let (n, h) = read_varint(&self.buf, at);
         let start = at + h;
         let end = start + n;
-        if BACK {
+        if Self::BACK {
             (&self.buf[start..end], end + varint_len(h + n))
         } else {
             (&self.buf[start..end], end)
@@ -165,7 +260,7 @@ impl<const BACK: bool> Pack<BACK> {
     /// scanning forwards from `from`.
     #[inline]
     fn start_before(&self, from: usize, end: usize) -> usize {
-        if BACK {
+        if Self::BACK {
             let (size, b) = read_back(&self.buf, end);
             return end - b - size;
         }
@@ -198,7 +293,7 @@ impl<const BACK: bool> Pack<BACK> {
     pub fn push_back_parts(&mut self, parts: &[&[u8]]) {
         let len = parts.iter().map(|p| p.len()).sum();
         self.edit(Self::encoded_len(len), |buf| Self::encode(buf, parts));
-        self.len += 1;
+        self.recount(|n| n + 1);
     }
 
     pub fn push_front(&mut self, bytes: &[u8]) {
@@ -212,7 +307,7 @@ impl<const BACK: bool> Pack<BACK> {
         let mut enc = Vec::with_capacity(Self::encoded_len(len));
         Self::encode(&mut enc, parts);
         self.edit(enc.len(), |buf| drop(buf.splice(at..at, enc)));
-        self.len += 1;
+        self.recount(|n| n + 1);
     }
 
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
@@ -222,7 +317,7 @@ impl<const BACK: bool> Pack<BACK> {
         let (e, next) = self.element_at(0);
         let v = e.to_vec();
         self.edit(0, |buf| drop(buf.drain(..next)));
-        self.len -= 1;
+        self.recount(|n| n - 1);
         Some(v)
     }
 
@@ -234,7 +329,7 @@ impl<const BACK: bool> Pack<BACK> {
         let (e, _) = self.element_at(start);
         let v = e.to_vec();
         self.edit(0, |buf| buf.truncate(start));
-        self.len -= 1;
+        self.recount(|n| n - 1);
         Some(v)
     }
 
@@ -247,13 +342,23 @@ impl<const BACK: bool> Pack<BACK> {
     }
 
     /// The byte offset of element `index`, walking from the nearer end (from the
-    /// front only, without `BACK`).
+    /// front only, without back sizes).
     pub fn offset_of(&self, index: usize) -> Option<usize> {
+        if !Self::BACK {
+            let mut at = 0;
+            for _ in 0..index {
+                if at >= self.buf.len() {
+                    return None;
+                }
+                at = self.element_at(at).1;
+            }
+            return (at < self.buf.len()).then_some(at);
+        }
         let len = self.len();
         if index >= len {
             return None;
         }
-        if !BACK || index <= len / 2 {
+        if index <= len / 2 {
             let mut at = 0;
             for _ in 0..index {
                 at = self.element_at(at).1;
@@ -280,10 +385,9 @@ impl<const BACK: bool> Pack<BACK> {
     /// Inserts one element made of `parts`, concatenated, so that it becomes element
     /// `index` (`index == len` appends).
     pub fn insert_parts(&mut self, index: usize, parts: &[&[u8]]) {
-        if index >= self.len() {
-            self.push_back_parts(parts);
-        } else if let Some(at) = self.offset_of(index) {
-            self.insert_at_offset(at, parts);
+        match self.offset_of(index) {
+            Some(at) => self.insert_at_offset(at, parts),
+            None => self.push_back_parts(parts),
         }
     }
 
@@ -293,7 +397,7 @@ impl<const BACK: bool> Pack<BACK> {
         let (e, next) = self.element_at(at);
         let v = e.to_vec();
         self.edit(0, |buf| drop(buf.drain(at..next)));
-        self.len -= 1;
+        self.recount(|n| n - 1);
         Some(v)
     }
 
@@ -312,25 +416,25 @@ impl<const BACK: bool> Pack<BACK> {
 
     /// Removes `count` elements starting at `index`.
     pub fn remove_range(&mut self, index: usize, count: usize) {
-        let count = count.min(self.len().saturating_sub(index));
         if count == 0 {
             return;
         }
         let Some(start) = self.offset_of(index) else {
             return;
         };
-        let mut end = start;
-        for _ in 0..count {
+        let (mut end, mut removed) = (start, 0);
+        while removed < count && end < self.buf.len() {
             end = self.element_at(end).1;
+            removed += 1;
         }
         self.edit(0, |buf| drop(buf.drain(start..end)));
-        self.len -= count as u32;
+        self.recount(|n| n - removed);
     }
 
     /// Keeps the elements for which `keep` is true, in one pass.
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
         let mut out = Vec::with_capacity(self.buf.len());
-        let mut kept = 0u32;
+        let mut kept = 0;
         let mut at = 0;
         while at < self.buf.len() {
             let (e, next) = self.element_at(at);
@@ -341,7 +445,7 @@ impl<const BACK: bool> Pack<BACK> {
             at = next;
         }
         self.buf = out.into_boxed_slice();
-        self.len = kept;
+        self.count.set(kept);
     }
 
     /// Moves the elements from `index` on into a new pack.
@@ -350,11 +454,14 @@ impl<const BACK: bool> Pack<BACK> {
             None => Pack::new(),
             Some(at) => {
                 let tail = self.edit(0, |buf| buf.split_off(at)).into_boxed_slice();
-                let moved = self.len - index as u32;
-                self.len = index as u32;
+                let mut moved = F::Count::default();
+                if let Some(n) = self.count.get() {
+                    moved.set(n - index);
+                    self.count.set(index);
+                }
                 Pack {
                     buf: tail,
-                    len: moved,
+                    count: moved,
                 }
             }
         }
@@ -363,22 +470,23 @@ impl<const BACK: bool> Pack<BACK> {
     /// Appends every element of `other`.
     pub fn append(&mut self, other: &Self) {
         self.edit(other.buf.len(), |buf| buf.extend_from_slice(&other.buf));
-        self.len += other.len;
+        let added = other.count.get().unwrap_or(0);
+        self.recount(|n| n + added);
     }
 
     /// The elements, front to back (and back to front with `.rev()`: O(n) a step
-    /// without `BACK`).
-    pub fn iter(&self) -> Iter<'_, BACK> {
+    /// without back sizes).
+    pub fn iter(&self) -> Iter<'_, F> {
         Iter {
             pack: self,
             front: 0,
             back: self.buf.len(),
-            remaining: self.len(),
+            remaining: self.count.get(),
         }
     }
 }
 
-impl<const BACK: bool> std::fmt::Debug for Pack<BACK> {
+impl<F: Frame> std::fmt::Debug for Pack<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
             .entries(self.iter().map(String::from_utf8_lossy))
@@ -386,69 +494,81 @@ impl<const BACK: bool> std::fmt::Debug for Pack<BACK> {
     }
 }
 
-impl<'a, const BACK: bool> IntoIterator for &'a Pack<BACK> {
+impl<'a, F: Frame> IntoIterator for &'a Pack<F> {
     type Item = &'a [u8];
-    type IntoIter = Iter<'a, BACK>;
-    fn into_iter(self) -> Iter<'a, BACK> {
+    type IntoIter = Iter<'a, F>;
+    fn into_iter(self) -> Iter<'a, F> {
         self.iter()
     }
 }
 
-impl<B: AsRef<[u8]>, const BACK: bool> FromIterator<B> for Pack<BACK> {
+impl<B: AsRef<[u8]>, F: Frame> FromIterator<B> for Pack<F> {
     fn from_iter<I: IntoIterator<Item = B>>(iter: I) -> Self {
-        let (mut buf, mut len) = (Vec::new(), 0u32);
+        let (mut buf, mut len) = (Vec::new(), 0);
         for b in iter {
             Self::encode(&mut buf, &[b.as_ref()]);
             len += 1;
         }
+        let mut count = F::Count::default();
+        count.set(len);
         Pack {
             buf: buf.into_boxed_slice(),
-            len,
+            count,
         }
     }
 }
 
-/// Iterator over a [`Pack`]'s elements.
-pub struct Iter<'a, const BACK: bool = true> {
-    pack: &'a Pack<BACK>,
+/// Iterator over a [`Pack`]'s elements: those between byte offsets `front` and
+/// `back`.
+pub struct Iter<'a, F: Frame = Both> {
+    pack: &'a Pack<F>,
     front: usize,
     back: usize,
-    remaining: usize,
+    /// How many are left, when the pack keeps its count.
+    remaining: Option<usize>,
 }
 
-impl<'a, const BACK: bool> Iterator for Iter<'a, BACK> {
+impl<'a, F: Frame> Iterator for Iter<'a, F> {
     type Item = &'a [u8];
 
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
-        if self.remaining == 0 {
+        if self.front >= self.back {
             return None;
         }
         let (e, next) = self.pack.element_at(self.front);
         self.front = next;
-        self.remaining -= 1;
+        if let Some(n) = &mut self.remaining {
+            *n -= 1;
+        }
         Some(e)
     }
 
+    /// Exact; without a kept count, found by walking what is left.
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
+        let n = self
+            .remaining
+            .unwrap_or_else(|| self.pack.count_between(self.front, self.back));
+        (n, Some(n))
     }
 }
 
-impl<const BACK: bool> DoubleEndedIterator for Iter<'_, BACK> {
+impl<F: Frame> DoubleEndedIterator for Iter<'_, F> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        if self.remaining == 0 {
+        if self.front >= self.back {
             return None;
         }
         let start = self.pack.start_before(self.front, self.back);
         self.back = start;
-        self.remaining -= 1;
+        if let Some(n) = &mut self.remaining {
+            *n -= 1;
+        }
         Some(self.pack.element_at(start).0)
     }
 }
 
-impl<const BACK: bool> ExactSizeIterator for Iter<'_, BACK> {}
+impl<F: Frame> ExactSizeIterator for Iter<'_, F> {}
 
 #[cfg(test)]
 mod tests {
@@ -458,12 +578,12 @@ mod tests {
 
     #[test]
     fn framing_round_trips_at_size_boundaries() {
-        round_trips_at_size_boundaries::<true>();
-        round_trips_at_size_boundaries::<false>();
+        round_trips_at_size_boundaries::<Both>();
+        round_trips_at_size_boundaries::<Forward>();
     }
 
-    fn round_trips_at_size_boundaries<const BACK: bool>() {
-        let mut p = Pack::<BACK>::new();
+    fn round_trips_at_size_boundaries<F: Frame>() {
+        let mut p = Pack::<F>::new();
         let sizes = [
             0usize, 1, 125, 126, 127, 128, 129, 16_380, 16_383, 16_384, 16_385, 200_000,
         ];
@@ -481,7 +601,7 @@ mod tests {
             p.bytes_len(),
             sizes
                 .iter()
-                .map(|&n| Pack::<BACK>::encoded_len(n))
+                .map(|&n| Pack::<F>::encoded_len(n))
                 .sum::<usize>()
         );
     }
@@ -497,6 +617,12 @@ mod tests {
         let both: Pack = hash.iter().collect();
         assert_eq!(fwd.bytes_len(), 48);
         assert_eq!(both.bytes_len(), 58);
+        assert_eq!(std::mem::size_of::<ForwardPack>(), 16);
+        assert_eq!(std::mem::size_of::<Pack>(), 24);
+        assert_eq!(
+            (fwd.len(), fwd.iter().len(), fwd.iter().rev().len()),
+            (10, 10, 10)
+        );
         let mut parts = ForwardPack::new();
         parts.push_back_parts(&[b"ab", b"", b"cde"]);
         parts.insert_parts(0, &[b"x", b"y"]);
@@ -543,16 +669,16 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(128))]
         #[test]
         fn behaves_like_a_deque(ops in proptest::collection::vec(op(), 1..120)) {
-            behaves_like_a_deque_with::<true>(ops.clone())?;
-            behaves_like_a_deque_with::<false>(ops)?;
+            behaves_like_a_deque_with::<Both>(ops.clone())?;
+            behaves_like_a_deque_with::<Forward>(ops)?;
         }
     }
 
-    fn behaves_like_a_deque_with<const BACK: bool>(
+    fn behaves_like_a_deque_with<F: Frame>(
         ops: Vec<Op>,
     ) -> Result<(), proptest::test_runner::TestCaseError> {
         {
-            let mut p = Pack::<BACK>::new();
+            let mut p = Pack::<F>::new();
             let mut m: VecDeque<Vec<u8>> = VecDeque::new();
             for op in ops {
                 match op {

@@ -557,19 +557,22 @@ mod tests {
         assert_eq!(Str::Int(10_000).refcount(), 1);
     }
 
-    /// A key's entry fits jemalloc's 64-byte size class: a 24-byte key, a 32-byte
-    /// value (every variant's payload at most 24 bytes, strings and packs included),
-    /// the access field and the TTL flag. A new variant with a bigger payload, or an
+    /// A key's entry fits jemalloc's 64-byte size class: a 24-byte key, a 24-byte
+    /// value, the access field, the flags and where the key's record is in the
+    /// store's log (a `logref::Narrow`, 10 bytes). The value is 24 bytes because the
+    /// string's own tag leaves room for every other variant's payload (at most 16
+    /// bytes: hashes and sorted sets hold a count-less `ForwardPack`) beside it, so
+    /// `Value` needs no tag of its own. A new variant with a bigger payload, or an
     /// expiry back in the entry, would move every key to the 80-byte class.
     #[test]
     fn sizes_are_pinned() {
         use std::mem::size_of;
         assert_eq!(size_of::<Str>(), 24);
         assert_eq!(size_of::<crate::pack::Pack>(), 24);
-        assert_eq!(size_of::<Hash>(), 24);
-        assert_eq!(size_of::<ZSet>(), 24);
+        assert_eq!(size_of::<Hash>(), 16);
+        assert_eq!(size_of::<ZSet>(), 16);
         assert_eq!(size_of::<Set>(), 16);
-        assert_eq!(size_of::<Value>(), 32);
+        assert_eq!(size_of::<Value>(), 24);
         assert_eq!(size_of::<crate::Entry>(), 64);
     }
 }

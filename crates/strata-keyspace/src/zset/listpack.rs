@@ -163,7 +163,7 @@ pub fn iter_from(pack: &ForwardPack, start: usize, rev: bool) -> Pairs<'_> {
 
 /// (member, score) pairs of a pack.
 pub enum Pairs<'a> {
-    Forward(crate::pack::Iter<'a, false>),
+    Forward(crate::pack::Iter<'a, crate::pack::Forward>),
     /// Walking towards the lowest: the starts of the pairs still to give, last first.
     Backward {
         pack: &'a ForwardPack,

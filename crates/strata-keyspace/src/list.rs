@@ -39,7 +39,8 @@ const FILL_MAX: i64 = (1 << 15) - 1;
 /// How big a node may grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeLimit {
-    /// At most this many elements (and [`SAFETY_LIMIT`] bytes).
+    /// At most this many elements (and at most 8 KiB of them, as Redis bounds a
+    /// node whatever its count).
     Entries(u16),
     /// At most this many bytes of encoded elements.
     Bytes(u32),

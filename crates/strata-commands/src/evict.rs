@@ -82,7 +82,7 @@ pub enum MaxmemoryPolicy {
     /// Keys with a TTL only.
     Volatile(Policy),
     /// No key is deleted: string values move out of memory, least recently used
-    /// first (see [`tier_key`]).
+    /// first (see `perform_tiering`).
     Tiered,
 }
 

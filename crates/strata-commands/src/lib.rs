@@ -9,7 +9,7 @@
 //! - [`table`]: the [`table::Command`] entries and the [`table::Registry`].
 //! - [`exec`]: dispatch — lookup, arity, authentication, locking, the call.
 //! - [`families`]: the handlers, one module per Redis group.
-//! - [`acl`]: users, permissions, the ACL log and the ACL file.
+//! - [`mod@acl`]: users, permissions, the ACL log and the ACL file.
 
 pub mod acl;
 pub mod conn;

@@ -98,7 +98,7 @@ pub trait Server: Send + Sync {
         Err("ERR this server has no data directory".into())
     }
 
-    /// BGSAVE [SCHEDULE]: the status reply ("Background saving started", or
+    /// `BGSAVE [SCHEDULE]`: the status reply ("Background saving started", or
     /// "...scheduled"), or the whole error text.
     fn bgsave(&self, schedule: bool) -> Result<&'static str, String> {
         let _ = schedule;

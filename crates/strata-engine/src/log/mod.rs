@@ -328,7 +328,7 @@ impl Log {
     }
 
     /// [`Log::read`] only if no wait for the device is needed (the record is in the
-    /// write buffer or the operating system's cache); an [`io::ErrorKind::WouldBlock`]
+    /// write buffer or the operating system's cache); an [`std::io::ErrorKind::WouldBlock`]
     /// I/O error otherwise.
     pub fn read_cached(&self, location: Location) -> Result<Record> {
         self.shared.read(location, true)

@@ -4,7 +4,7 @@
 //!   (as Redis loads its files); with `appendonly yes` the store then stays open and
 //!   every change is logged, with `appendonly no` it is closed.
 //! - `CONFIG SET appendonly yes` opens the store and writes the whole keyspace into
-//!   it while clients go on (see [`enable`]); `no` closes it.
+//!   it while clients go on (see `enable`); `no` closes it.
 //! - SAVE, BGSAVE and SHUTDOWN: with the log on, the log *is* the dataset, and
 //!   saving means making it durable. With the log off, a snapshot is written the way
 //!   `appendonly yes` starts, then the store is closed again. `save` points trigger
@@ -493,7 +493,7 @@ pub fn save_now(state: &ServerState) -> Result<(), String> {
     }
 }
 
-/// BGSAVE [SCHEDULE].
+/// `BGSAVE [SCHEDULE]`.
 pub fn bgsave(state: &ServerState, schedule: bool) -> Result<&'static str, String> {
     let control = &state.persistence;
     match control.admit(JobKind::Save) {

@@ -1,7 +1,7 @@
 //! Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, FCALL, FCALL_RO, FUNCTION.
 //!
 //! The handlers parse and check their arguments as Redis does, then run the script
-//! through [`run_script`]: an interpreter from the engine's pool
+//! through `run_script`: an interpreter from the engine's pool
 //! ([`crate::scripting`]), the shard locks of the declared keys (or every shard), and
 //! [`host::ScriptHost`] for what the script's `redis.call`s run. The reply is the
 //! script's return value converted by Redis's rules (`strata_lua::convert`).

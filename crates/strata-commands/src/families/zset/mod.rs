@@ -1,8 +1,8 @@
 //! Sorted-set commands: their table entries and the helpers they share.
 //!
-//! - [`write`]: ZADD, ZINCRBY, ZREM, ZREMRANGEBY*, and the pops (blocking or not).
-//! - [`read`]: lookups, counts, ranks, the ZRANGE family, ZRANDMEMBER, ZSCAN.
-//! - [`setops`]: ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD.
+//! - `write`: ZADD, ZINCRBY, ZREM, ZREMRANGEBY*, and the pops (blocking or not).
+//! - `read`: lookups, counts, ranks, the ZRANGE family, ZRANDMEMBER, ZSCAN.
+//! - `setops`: ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD.
 
 mod read;
 mod setops;

@@ -388,7 +388,7 @@ pub fn run(
         Ok(None)
     } else {
         let mut located = Vec::new();
-        let logged = server.log(&records, &mut located);
+        let logged = server.log(&records, ctx.keys.now_ms, &mut located);
         if logged.is_ok() {
             ctx.keys.apply_locations(&records, &located);
         }

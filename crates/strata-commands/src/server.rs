@@ -147,13 +147,15 @@ pub trait Server: Send + Sync {
     ///
     /// `located` is filled, one per record, with where each record went when the
     /// keyspace is to list it ([`crate::ctx::Keys::apply_locations`]): the store then
-    /// keeps no index of those keys of its own.
+    /// keeps no index of those keys of its own. `now_ms` is the command's time
+    /// (Unix milliseconds), which the records' versions follow.
     fn log(
         &self,
         records: &[crate::effects::Record],
+        now_ms: u64,
         located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
     ) -> Result<Option<u64>, String> {
-        let _ = records;
+        let _ = (records, now_ms);
         located.clear();
         Ok(None)
     }

@@ -436,10 +436,11 @@ impl Server for ServerState {
     fn log(
         &self,
         records: &[strata_commands::effects::Record],
+        now_ms: u64,
         located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
     ) -> Result<Option<u64>, String> {
         match self.persist.load().as_ref() {
-            Some(p) => p.log(records, unix_ms(), located),
+            Some(p) => p.log(records, now_ms, located),
             None => {
                 located.clear();
                 Ok(None)

@@ -205,6 +205,11 @@ impl<F: Frame> Pack<F> {
         if Self::BACK { h + varint_len(h) } else { h }
     }
 
+    /// Size of the encoded element made of `parts`, concatenated.
+    fn encoded_len_of(parts: &[&[u8]]) -> usize {
+        Self::encoded_len(parts.iter().map(|p| p.len()).sum())
+    }
+
     /// Appends to `out` one element made of `parts`, concatenated.
     fn encode(out: &mut Vec<u8>, parts: &[&[u8]]) {
         let len = parts.iter().map(|p| p.len()).sum();
@@ -291,8 +296,7 @@ impl<F: Frame> Pack<F> {
 
     /// Appends one element made of `parts`, concatenated.
     pub fn push_back_parts(&mut self, parts: &[&[u8]]) {
-        let len = parts.iter().map(|p| p.len()).sum();
-        self.edit(Self::encoded_len(len), |buf| Self::encode(buf, parts));
+        self.edit(Self::encoded_len_of(parts), |buf| Self::encode(buf, parts));
         self.recount(|n| n + 1);
     }
 
@@ -301,12 +305,14 @@ impl<F: Frame> Pack<F> {
     }
 
     /// Inserts an element made of `parts` at byte offset `at` (an element start or
-    /// the end).
+    /// the end): encoded at the end of the buffer and rotated into place, which
+    /// moves the bytes after `at` once and needs no buffer of its own (LPUSH's path).
     fn insert_at_offset(&mut self, at: usize, parts: &[&[u8]]) {
-        let len = parts.iter().map(|p| p.len()).sum();
-        let mut enc = Vec::with_capacity(Self::encoded_len(len));
-        Self::encode(&mut enc, parts);
-        self.edit(enc.len(), |buf| drop(buf.splice(at..at, enc)));
+        let size = Self::encoded_len_of(parts);
+        self.edit(size, |buf| {
+            Self::encode(buf, parts);
+            buf[at..].rotate_right(size);
+        });
         self.recount(|n| n + 1);
     }
 

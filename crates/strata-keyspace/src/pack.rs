@@ -383,13 +383,13 @@ impl<F: Frame> Pack<F> {
         self.offset_of(index).map(|at| self.element_at(at).0)
     }
 
-    /// Inserts `bytes` so that it becomes element `index` (`index == len` appends).
+    /// Inserts `bytes` so that it becomes element `index` (at or past the end appends).
     pub fn insert(&mut self, index: usize, bytes: &[u8]) {
         self.insert_parts(index, &[bytes]);
     }
 
     /// Inserts one element made of `parts`, concatenated, so that it becomes element
-    /// `index` (`index == len` appends).
+    /// `index` (at or past the end appends).
     pub fn insert_parts(&mut self, index: usize, parts: &[&[u8]]) {
         match self.offset_of(index) {
             Some(at) => self.insert_at_offset(at, parts),

@@ -124,9 +124,9 @@ pub fn insert(pack: &mut ForwardPack, score: f64, member: &[u8]) {
         .position(|(m, here)| match here.partial_cmp(&score) {
             Some(Ordering::Equal) | None => m > member,
             Some(o) => o == Ordering::Greater,
-        })
-        .unwrap_or(pack.len());
-    pack.insert_parts(at, &[member, &bytes[..len]]);
+        });
+    // Past the last pair (`None`) appends, without counting the pairs first.
+    pack.insert_parts(at.unwrap_or(usize::MAX), &[member, &bytes[..len]]);
 }
 
 /// Removes pairs `start .. start + count`.
@@ -134,22 +134,19 @@ pub fn remove(pack: &mut ForwardPack, start: usize, count: usize) {
     pack.remove_range(start, count);
 }
 
-/// The pairs from index `start`, forwards or (with `rev`) backwards.
+/// The pairs from index `start`, forwards or (with `rev`) backwards; none if there
+/// is no pair `start`. One walk, as far as `start`.
 pub fn iter_from(pack: &ForwardPack, start: usize, rev: bool) -> Pairs<'_> {
-    let total = pairs(pack);
-    if start >= total {
-        return Pairs::Backward {
-            pack,
-            starts: Vec::new(),
-        };
-    }
     if rev {
         // The pack reads forwards only: note where pairs 0..=start begin.
-        let mut starts = Vec::with_capacity(start + 1);
+        let mut starts = Vec::with_capacity(start.saturating_add(1).min(pack.bytes_len()));
         let mut at = 0;
-        for _ in 0..=start {
+        while starts.len() <= start && at < pack.bytes_len() {
             starts.push(at as u32);
             at = pack.element_at(at).1;
+        }
+        if starts.len() <= start {
+            starts.clear();
         }
         Pairs::Backward { pack, starts }
     } else {
@@ -258,5 +255,10 @@ mod tests {
         remove(&mut p, 1, 2);
         assert_eq!(pairs(&p), 3);
         assert_eq!(find(&p, b"a"), Some((1, 2.0)));
+        // A start past the last pair gives nothing, either way.
+        assert_eq!(iter_from(&p, 3, true).len(), 0);
+        assert_eq!(iter_from(&p, 3, false).count(), 0);
+        assert_eq!(iter_from(&p, 2, true).count(), 3);
+        assert_eq!(iter_from(&p, 2, false).count(), 1);
     }
 }

@@ -147,10 +147,20 @@ fn varint_len(mut n: usize) -> usize {
 
 /// The index (in elements) of `field` in a packed hash.
 fn pack_find(pack: &Pack, field: &[u8]) -> Option<usize> {
-    pack.iter()
-        .step_by(2)
-        .position(|f| f == field)
-        .map(|k| 2 * k)
+    pack_lookup(pack, field).ok()
+}
+
+/// The index (in elements) of `field` in a packed hash, or if it is absent the
+/// number of fields: the same walk answers both (the pack keeps no count).
+fn pack_lookup(pack: &Pack, field: &[u8]) -> Result<usize, usize> {
+    let mut fields = 0;
+    for f in pack.iter().step_by(2) {
+        if f == field {
+            return Ok(2 * fields);
+        }
+        fields += 1;
+    }
+    Err(fields)
 }
 
 /// The field/value pairs of a packed hash, in order.
@@ -244,18 +254,19 @@ impl Hash {
         }
         match &mut self.repr {
             Repr::Pack(p) => {
-                let new = match pack_find(p, field) {
-                    Some(i) => {
+                // As Redis, an update converts too when the limit was lowered since.
+                let (new, fields) = match pack_lookup(p, field) {
+                    Ok(i) => {
                         p.replace(i + 1, value);
-                        false
+                        (false, p.len() / 2)
                     }
-                    None => {
+                    Err(fields) => {
                         p.push_back(field);
                         p.push_back(value);
-                        true
+                        (true, fields + 1)
                     }
                 };
-                if (p.len() / 2) as u64 > limits.hash_max_listpack_entries {
+                if fields as u64 > limits.hash_max_listpack_entries {
                     self.convert();
                 }
                 new

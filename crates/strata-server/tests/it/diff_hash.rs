@@ -249,8 +249,13 @@ fn hash_encodings_match_redis() {
     enc(&mut p, "nxcopy2");
     p.run(&["TYPE", "nxcopy2"]);
     // The thresholds follow CONFIG SET, including the old ziplist names.
+    p.run(&["HSET", "lowered", "a", "1", "b", "2", "c", "3"]);
     p.run(&["CONFIG", "SET", "hash-max-listpack-entries", "2"]);
     p.run(&["CONFIG", "SET", "hash-max-listpack-value", "4"]);
+    // Updating a field of a listpack over the lowered limit converts it, as adding does.
+    enc(&mut p, "lowered");
+    p.run(&["HSET", "lowered", "a", "9"]);
+    enc(&mut p, "lowered");
     p.run(&["HSET", "small", "a", "1", "b", "2"]);
     enc(&mut p, "small");
     p.run(&["HSET", "small", "c", "3"]);

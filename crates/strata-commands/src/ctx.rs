@@ -97,6 +97,54 @@ impl<'a> Keys<'a> {
         }
     }
 
+    /// Takes over the shard and the records not logged yet that `held` keeps (see
+    /// [`Held`]). Nothing may be held yet.
+    pub(crate) fn adopt(&mut self, held: &mut Held<'a>) {
+        debug_assert!(self.guards.is_empty() && self.records.is_empty());
+        if let Some(guard) = held.guard.take() {
+            self.guards.push(guard);
+        }
+        self.logging = held.logging;
+        std::mem::swap(&mut self.records, &mut held.records);
+        self.recorded_keys = held.recorded_keys.take();
+    }
+
+    /// Hands the one shard held and the records not logged yet to `held`, which
+    /// keeps them for the connection's next command.
+    pub(crate) fn hand_over(&mut self, held: &mut Held<'a>) {
+        debug_assert!(self.guards.len() == 1 && !self.all && held.guard.is_none());
+        held.guard = self.guards.pop();
+        held.logging = self.logging;
+        std::mem::swap(&mut self.records, &mut held.records);
+        held.recorded_keys = self.recorded_keys.take();
+        held.now_ms = self.now_ms;
+    }
+
+    /// Records gathered so far (this command's and those [`Keys::adopt`] took over).
+    pub(crate) fn records_len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Locks these shards (ascending, distinct) as [`Keys::lock_keys_unless`] does.
+    pub fn lock_shards_unless(&mut self, shards: &[usize], give_up: &dyn Fn() -> bool) -> bool {
+        debug_assert!(self.guards.is_empty());
+        debug_assert!(shards.windows(2).all(|w| w[0] < w[1]));
+        for &s in shards {
+            loop {
+                if let Some(g) = self.ks.try_lock_for(s, std::time::Duration::from_millis(5)) {
+                    self.guards.push((s, g));
+                    break;
+                }
+                if give_up() {
+                    self.guards.clear();
+                    return false;
+                }
+            }
+        }
+        self.read_logging_flag();
+        true
+    }
+
     /// Locks the shards of these keys, in ascending order. Nothing may be held yet.
     pub fn lock_keys<'k>(&mut self, keys: impl Iterator<Item = &'k [u8]>) {
         debug_assert!(self.guards.is_empty());
@@ -127,24 +175,10 @@ impl<'a> Keys<'a> {
         keys: impl Iterator<Item = &'k [u8]>,
         give_up: &dyn Fn() -> bool,
     ) -> bool {
-        debug_assert!(self.guards.is_empty());
         let mut shards: SmallVec<[usize; 8]> = keys.map(|k| self.ks.shard_of(k)).collect();
         shards.sort_unstable();
         shards.dedup();
-        for s in shards {
-            loop {
-                if let Some(g) = self.ks.try_lock_for(s, std::time::Duration::from_millis(5)) {
-                    self.guards.push((s, g));
-                    break;
-                }
-                if give_up() {
-                    self.guards.clear();
-                    return false;
-                }
-            }
-        }
-        self.read_logging_flag();
-        true
+        self.lock_shards_unless(&shards, give_up)
     }
 
     /// Adds shard `idx` to those held while others are held (a script reaching a key
@@ -618,9 +652,173 @@ impl<'a> Keys<'a> {
     }
 }
 
-/// Everything a handler gets.
-pub struct Ctx<'a> {
-    pub keys: Keys<'a>,
+/// The shard a connection keeps locked between consecutive pipelined commands on
+/// it, with the records of those commands that are not logged yet.
+///
+/// A pipelined run of commands on one key (LPUSH after LPUSH onto redis-benchmark's
+/// list) would otherwise take and release the shard's lock once per command, and
+/// with two I/O threads hand it back and forth between them, and append one batch to
+/// the log per command. Held, the shard is locked once, and the run's records go to
+/// the log as one batch when it is released: before the next command that needs
+/// anything else, and before the connection writes its replies or waits for
+/// anything (so no reply leaves, and no other client sees the changes, before their
+/// records are appended, as with one batch per command).
+pub struct Held<'a> {
+    ks: &'a Keyspace,
+    guard: Option<(usize, MutexGuard<'a, Shard>)>,
+    /// [`Keys::logging`] as read when the shard was locked.
+    logging: bool,
+    records: Vec<Record>,
+    recorded_keys: Option<std::collections::HashSet<(usize, Vec<u8>)>>,
+    /// The replies (ranges of the connection's output) of the commands whose records
+    /// wait in `records`: should the log refuse them, each becomes the error.
+    replies: SmallVec<[std::ops::Range<usize>; 8]>,
+    /// Commands run since the shard was locked.
+    commands: usize,
+    now_ms: u64,
+    /// The highest log sequence a reply must wait for, from the batches appended.
+    pub durable: Option<u64>,
+}
+
+impl<'a> Held<'a> {
+    /// Commands run under one hold of a shard at most, so that a long pipeline does
+    /// not keep the shard's other clients waiting for long.
+    pub const MAX_COMMANDS: usize = 256;
+
+    pub fn new(ks: &'a Keyspace) -> Held<'a> {
+        Held {
+            ks,
+            guard: None,
+            logging: false,
+            records: Vec::new(),
+            recorded_keys: None,
+            replies: SmallVec::new(),
+            commands: 0,
+            now_ms: 0,
+            durable: None,
+        }
+    }
+
+    /// The shard held, if any.
+    pub fn shard(&self) -> Option<usize> {
+        self.guard.as_ref().map(|g| g.0)
+    }
+
+    /// Whether another command may run under this hold.
+    pub(crate) fn has_room(&self) -> bool {
+        self.commands < Self::MAX_COMMANDS
+    }
+
+    /// Notes that a command ran under the shard; `reply` is its reply if it made
+    /// records.
+    pub(crate) fn ran(&mut self, reply: Option<std::ops::Range<usize>>) {
+        self.commands += 1;
+        self.replies.extend(reply);
+    }
+
+    /// `n` bytes were inserted into the output at `at` (messages a command sent its
+    /// own client, which go before its reply): the replies after it moved.
+    pub fn inserted(&mut self, at: usize, n: usize) {
+        for r in self.replies.iter_mut().filter(|r| r.start >= at) {
+            r.start += n;
+            r.end += n;
+        }
+    }
+
+    /// Appends the records waiting to the log and unlocks the shard. Should the log
+    /// refuse them, the replies of the commands that made them become its error.
+    pub fn release(&mut self, server: &dyn Server, out: &mut Vec<u8>) {
+        let mut end = out.len();
+        self.release_at(server, out, &mut end);
+    }
+
+    /// [`Held::release`], keeping `anchor` at the same place of the output (see
+    /// [`log_records`]).
+    pub(crate) fn release_at(
+        &mut self,
+        server: &dyn Server,
+        out: &mut Vec<u8>,
+        anchor: &mut usize,
+    ) {
+        if self.guard.is_none() {
+            return;
+        }
+        let mut keys = Keys::new(self.ks, 0, self.now_ms);
+        keys.adopt(self);
+        let logged = log_records(server, &mut keys, &self.replies, out, anchor);
+        drop(keys);
+        self.replies.clear();
+        self.commands = 0;
+        self.durable = self.durable.max(logged.ok().flatten());
+    }
+
+    /// Takes the replies of the commands whose records wait (after [`Keys::adopt`]).
+    pub(crate) fn take_replies(&mut self) -> SmallVec<[std::ops::Range<usize>; 8]> {
+        self.commands = 0;
+        std::mem::take(&mut self.replies)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        debug_assert!(
+            self.guard.is_none() || self.records.is_empty(),
+            "a held shard dropped with records not logged"
+        );
+    }
+}
+
+/// Appends the records `keys` gathered to the log, its shards still held (so that
+/// the log's order of changes to a key is the order in which they happened), and
+/// lists where they went. If the log refuses them, each of `replies` (ranges of
+/// `out`: the replies of the commands that made them) becomes the error, and
+/// `anchor`, a place in `out` (where the running command's reply begins), moves with
+/// the bytes before it. Returns the sequence the replies must wait for to be
+/// durable.
+pub(crate) fn log_records(
+    server: &dyn Server,
+    keys: &mut Keys,
+    replies: &[std::ops::Range<usize>],
+    out: &mut Vec<u8>,
+    anchor: &mut usize,
+) -> Result<Option<u64>, ()> {
+    let records = keys.take_records();
+    if records.is_empty() {
+        return Ok(None);
+    }
+    let mut located = Vec::new();
+    match server.log(&records, keys.now_ms, &mut located) {
+        Ok(durable) => {
+            keys.apply_locations(&records, &located);
+            Ok(durable)
+        }
+        Err(e) => {
+            let error = CmdError::coded(e);
+            let text = error.to_bytes();
+            let mut rebuilt = Vec::with_capacity(out.len());
+            let mut at = 0;
+            let mut moved = *anchor;
+            for r in replies {
+                rebuilt.extend_from_slice(&out[at..r.start]);
+                let before = rebuilt.len();
+                // An error reads the same in RESP2 and RESP3.
+                ReplyWriter::new(&mut rebuilt, strata_resp::Protocol::Resp2).error(&text);
+                if r.start < *anchor {
+                    moved = moved + (rebuilt.len() - before) - r.len();
+                }
+                at = r.end;
+            }
+            rebuilt.extend_from_slice(&out[at..]);
+            *out = rebuilt;
+            *anchor = moved;
+            Err(())
+        }
+    }
+}
+
+/// Everything a handler gets. Its keys may outlive it (see [`Held`]).
+pub struct Ctx<'a, 'k> {
+    pub keys: Keys<'k>,
     pub out: ReplyWriter<'a>,
     pub conn: &'a mut ConnState,
     pub server: &'a dyn Server,
@@ -628,7 +826,7 @@ pub struct Ctx<'a> {
     pub cmd: &'static Command,
 }
 
-impl Ctx<'_> {
+impl Ctx<'_, '_> {
     /// The command's full name, as error messages show it.
     pub fn name(&self) -> String {
         self.cmd.full_name()

@@ -11,7 +11,7 @@ use strata_keyspace::{Detached, Keyspace};
 use strata_resp::ReplyWriter;
 
 use crate::conn::ConnState;
-use crate::ctx::{Ctx, Keys};
+use crate::ctx::{Ctx, Held, Keys, log_records};
 use crate::error::{CmdError, c_str};
 use crate::evict;
 use crate::families::transactions::runs_in_multi;
@@ -38,6 +38,8 @@ pub struct Outcome {
     /// Values out of memory the command needs: it did not run and wrote nothing;
     /// the caller reads them back and runs it again (see [`crate::tiered`]).
     pub fetch: Vec<ColdKey>,
+    /// Where its reply begins in the output (set by [`execute_held`]).
+    pub reply_at: usize,
 }
 
 impl Outcome {
@@ -50,6 +52,7 @@ impl Outcome {
             ready: Vec::new(),
             durable: None,
             fetch: Vec::new(),
+            reply_at: 0,
         }
     }
 }
@@ -123,9 +126,31 @@ pub fn execute(
     argv: &[&[u8]],
     now_ms: u64,
 ) -> Outcome {
-    let start = out.len();
+    let mut held = Held::new(ks);
+    let mut outcome = execute_held(server, ks, conn, out, argv, now_ms, &mut held);
+    held.release(server, out);
+    outcome.durable = outcome.durable.max(held.durable);
+    outcome
+}
+
+/// [`execute`] for one of a run of pipelined commands: a command on the shard
+/// `held` keeps locked runs under it, and a plain command on one key leaves its shard
+/// and records there for the next (see [`Held`]). Anything else releases it first.
+/// The caller releases it before writing replies or waiting, and reads the log
+/// sequence to wait for from [`Held::durable`] then.
+pub fn execute_held<'a>(
+    server: &'a dyn Server,
+    ks: &'a Keyspace,
+    conn: &mut ConnState,
+    out: &mut Vec<u8>,
+    argv: &[&[u8]],
+    now_ms: u64,
+    held: &mut Held<'a>,
+) -> Outcome {
+    let mut start = out.len();
     let silent_before = conn.reply.silent();
-    let outcome = dispatch(server, ks, conn, out, argv, now_ms);
+    let mut outcome = dispatch(server, ks, conn, out, argv, now_ms, held, &mut start);
+    outcome.reply_at = start;
     if !outcome.fetch.is_empty() {
         // Not run yet: it runs again once its values are back.
         return outcome;
@@ -163,15 +188,27 @@ fn allowed_when_subscribed(cmd: &Command) -> bool {
     is_subscription(cmd) || (cmd.parent.is_none() && matches!(cmd.name, "ping" | "quit" | "reset"))
 }
 
-fn dispatch(
-    server: &dyn Server,
-    ks: &Keyspace,
+#[allow(clippy::too_many_arguments)]
+fn dispatch<'a>(
+    server: &'a dyn Server,
+    ks: &'a Keyspace,
     conn: &mut ConnState,
     out: &mut Vec<u8>,
     argv: &[&[u8]],
     now_ms: u64,
+    held: &mut Held<'a>,
+    start: &mut usize,
 ) -> Outcome {
     let resolved = resolve(server.registry(), argv);
+    let shard = match &resolved {
+        Ok(cmd) => holdable_shard(server, ks, conn, cmd, argv),
+        Err(_) => None,
+    };
+    // What follows may lock shards (evictions, a rejected EXEC's UNWATCH, the
+    // command itself): only a command on the shard held keeps it.
+    if held.shard().is_some() && (held.shard() != shard || !held.has_room()) {
+        held.release_at(server, out, start);
+    }
     // CLIENT LIST shows the command being run (or the last one run) as Redis records
     // it before any check: the command found, or none for an unknown (sub)command.
     let current = match &resolved {
@@ -255,6 +292,7 @@ fn dispatch(
             ready: Vec::new(),
             durable: None,
             fetch: Vec::new(),
+            reply_at: 0,
         };
     }
     if server.loading() && !cmd.flags.contains(Flags::LOADING) {
@@ -271,7 +309,57 @@ fn dispatch(
     {
         return reject(ks, conn, out, Some(cmd), e.as_bytes());
     }
-    run(server, ks, conn, out, cmd, argv, now_ms)
+    run_in(server, ks, conn, out, cmd, argv, now_ms, shard, held, start)
+}
+
+/// The shard of a command that may run under a [`Held`] shard and leave its own
+/// there: a plain read or write of one key at a fixed position, outside a
+/// transaction, while nothing may move values or evict between commands.
+fn holdable_shard(
+    server: &dyn Server,
+    ks: &Keyspace,
+    conn: &ConnState,
+    cmd: &Command,
+    argv: &[&[u8]],
+) -> Option<usize> {
+    if cmd.handler.is_none()
+        || !cmd.flags.intersects(Flags::READONLY | Flags::WRITE)
+        || cmd.flags.intersects(
+            Flags::ADMIN | Flags::BLOCKING | Flags::NO_MULTI | Flags::PUBSUB | Flags::MOVABLEKEYS,
+        )
+        || cmd.touches_all
+        || cmd.getkeys.is_some()
+        || conn.multi.is_some()
+        || conn.replaying
+        || conn.reply.silent()
+        || conn.reply.skip_next
+    {
+        return None;
+    }
+    let i = single_key_at(cmd)?;
+    let key = argv.get(i)?;
+    if server.loading()
+        || server.eviction().is_some_and(|e| e.enabled())
+        || strata_keyspace::value::cold_keys() > 0
+    {
+        return None;
+    }
+    Some(ks.shard_of(key))
+}
+
+/// The position of a command's one key, for a command whose only key spec names one
+/// key at a fixed position.
+fn single_key_at(cmd: &Command) -> Option<usize> {
+    if let [spec] = cmd.key_specs
+        && let (BeginSearch::Index(i), FindKeys::Range { last_key: 0, .. }) =
+            (spec.begin, spec.find)
+        && cmd.getkeys.is_none()
+        && !spec.flags.contains(crate::spec::KeyFlags::NOT_KEY)
+    {
+        Some(i as usize)
+    } else {
+        None
+    }
 }
 
 /// Replies with a rejection; inside MULTI it also dooms the transaction (EXECABORT),
@@ -313,6 +401,32 @@ pub fn run(
     argv: &[&[u8]],
     now_ms: u64,
 ) -> Outcome {
+    let mut held = Held::new(ks);
+    let mut start = out.len();
+    let mut outcome = run_in(
+        server, ks, conn, out, cmd, argv, now_ms, None, &mut held, &mut start,
+    );
+    held.release(server, out);
+    outcome.durable = outcome.durable.max(held.durable);
+    outcome
+}
+
+/// [`run`]; `shard` is the command's shard if it may run under `held` and leave its
+/// shard there (see [`holdable_shard`]). `held` holds nothing or that shard.
+#[allow(clippy::too_many_arguments)]
+fn run_in<'a>(
+    server: &'a dyn Server,
+    ks: &'a Keyspace,
+    conn: &mut ConnState,
+    out: &mut Vec<u8>,
+    cmd: &'static Command,
+    argv: &[&[u8]],
+    now_ms: u64,
+    shard: Option<usize>,
+    held: &mut Held<'a>,
+    start: &mut usize,
+) -> Outcome {
+    debug_assert!(held.shard().is_none() || held.shard() == shard);
     let Some(handler) = cmd.handler else {
         ReplyWriter::new(out, conn.proto).error(&CmdError::WrongArity(cmd.full_name()).to_bytes());
         return Outcome::rejected(Some(cmd));
@@ -329,13 +443,19 @@ pub fn run(
         .no_touch
         .load(std::sync::atomic::Ordering::Relaxed)
         && cmd.name != "touch";
-    if let Err(busy) = lock_for(server, &mut keys, cmd, argv) {
+    if held.shard().is_some() {
+        keys.adopt(held);
+    } else if let Err(busy) = lock_for(server, &mut keys, cmd, argv, shard) {
         ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
         return Outcome::rejected(Some(cmd));
     }
     if strata_keyspace::value::cold_keys() > 0 {
         let cold = cold_values(server, ks, &mut keys, conn, cmd, argv, now_ms);
         if !cold.is_empty() {
+            if keys.records_len() > 0 {
+                // Records of the commands run before under a held shard.
+                keys.hand_over(held);
+            }
             if conn.fetch_cold {
                 return Outcome {
                     cmd: Some(cmd),
@@ -345,9 +465,13 @@ pub fn run(
                     ready: Vec::new(),
                     durable: None,
                     fetch: cold,
+                    reply_at: 0,
                 };
             }
             if let Err(e) = tiered::warm_all(server, &mut keys, &cold) {
+                if keys.records_len() > 0 {
+                    keys.hand_over(held);
+                }
                 drop(keys);
                 ReplyWriter::new(out, conn.proto).error(&e.to_bytes());
                 return Outcome::rejected(Some(cmd));
@@ -355,7 +479,8 @@ pub fn run(
         }
     }
     let proto = conn.proto;
-    let start = out.len();
+    // Records of the commands run before under a held shard.
+    let adopted = keys.records_len();
     let mut ctx = Ctx {
         keys,
         out: ReplyWriter::new(out, proto),
@@ -381,44 +506,41 @@ pub fn run(
     let freed = std::mem::take(&mut ctx.keys.freed);
     let dirty = ctx.keys.dirty;
     let ready = std::mem::take(&mut ctx.keys.ready);
-    let records = ctx.keys.take_records();
-    // Logged while the command's shard locks are still held, so that the log's order
-    // of changes to a key is the order in which they happened.
-    let logged = if records.is_empty() {
-        Ok(None)
-    } else {
-        let mut located = Vec::new();
-        let logged = server.log(&records, ctx.keys.now_ms, &mut located);
-        if logged.is_ok() {
-            ctx.keys.apply_locations(&records, &located);
-        }
-        logged
-    };
-    drop(ctx);
-    if !freed.is_empty() {
-        server.free_later(freed.into_iter().map(Detached::Value).collect());
-    }
-    let (result, durable) = match logged {
-        Ok(durable) => (result, durable),
-        Err(e) => {
-            out.truncate(start);
-            (Err(CmdError::coded(e)), None)
-        }
-    };
-    let failed = match result {
-        Ok(()) => out.get(start) == Some(&b'-'),
+    let Ctx { mut keys, .. } = ctx;
+    let mut failed = match result {
+        Ok(()) => out.get(*start) == Some(&b'-'),
         Err(e) => {
             debug_assert_eq!(
                 out.len(),
-                start,
+                *start,
                 "{} wrote a reply and then failed",
                 cmd.full_name()
             );
-            out.truncate(start);
+            out.truncate(*start);
             ReplyWriter::new(out, proto).error(&e.to_bytes());
             true
         }
     };
+    let reply = (keys.records_len() > adopted).then_some(*start..out.len());
+    let mut durable = None;
+    if shard.is_some() && ready.is_empty() && conn.block.is_none() {
+        // Its shard and records stay for the next command (see `Held`).
+        held.ran(reply);
+        keys.hand_over(held);
+    } else {
+        // Logged while the command's shard locks are still held, so that the log's
+        // order of changes to a key is the order in which they happened.
+        let mut replies = held.take_replies();
+        replies.extend(reply);
+        match log_records(server, &mut keys, &replies, out, start) {
+            Ok(n) => durable = n,
+            Err(()) => failed = true,
+        }
+    }
+    drop(keys);
+    if !freed.is_empty() {
+        server.free_later(freed.into_iter().map(Detached::Value).collect());
+    }
     if dirty > 0 {
         server.add_dirty(dirty);
     }
@@ -435,6 +557,7 @@ pub fn run(
         ready,
         durable,
         fetch: Vec::new(),
+        reply_at: 0,
     }
 }
 
@@ -527,24 +650,23 @@ pub fn remember_reads(ctx: &mut Ctx, cmd: &Command, argv: &[&[u8]]) {
 /// to the commands that arrive while a script is past it. (A script may have taken
 /// the shards just before registering as running, so the wait is always one that
 /// can give up.)
+/// `shard` is the shard of its one key, if known already.
 fn lock_for(
     server: &dyn Server,
     keys: &mut Keys<'_>,
     cmd: &Command,
     argv: &[&[u8]],
+    shard: Option<usize>,
 ) -> Result<(), &'static str> {
     let scripting = server
         .scripting()
         .filter(|_| !cmd.flags.contains(Flags::ALLOW_BUSY));
     let give_up = || scripting.is_some_and(|s| s.busy_error().is_some());
     // The common case, one key at a fixed position, without building a list.
-    let locked = if let [spec] = cmd.key_specs
-        && let (BeginSearch::Index(i), FindKeys::Range { last_key: 0, .. }) =
-            (spec.begin, spec.find)
-        && cmd.getkeys.is_none()
-        && !spec.flags.contains(crate::spec::KeyFlags::NOT_KEY)
-    {
-        match argv.get(i as usize) {
+    let locked = if let Some(s) = shard {
+        keys.lock_shards_unless(&[s], &give_up)
+    } else if let Some(i) = single_key_at(cmd) {
+        match argv.get(i) {
             Some(key) => keys.lock_keys_unless(std::iter::once(*key), &give_up),
             None => true,
         }
@@ -562,5 +684,154 @@ fn lock_for(
         false => Err(scripting
             .and_then(|s| s.busy_error())
             .unwrap_or(crate::scripting::BUSY_EVAL)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use strata_keyspace::Keyspace;
+
+    use super::*;
+    use crate::conn::ClientInfo;
+    use crate::fake::Fake;
+
+    struct Pipeline<'a> {
+        server: &'a Fake,
+        ks: &'a Keyspace,
+        conn: ConnState,
+        out: Vec<u8>,
+        held: Held<'a>,
+    }
+
+    impl<'a> Pipeline<'a> {
+        fn new(server: &'a Fake, ks: &'a Keyspace) -> Pipeline<'a> {
+            let info = ClientInfo::new(1, String::new(), String::new(), -1, 0, Box::new(|| {}));
+            Pipeline {
+                server,
+                ks,
+                conn: ConnState::new(Arc::new(info), true),
+                out: Vec::new(),
+                held: Held::new(ks),
+            }
+        }
+
+        /// Runs one command of the pipeline; returns where its reply begins.
+        fn run(&mut self, args: &[&str]) -> usize {
+            let argv: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            let outcome = execute_held(
+                self.server,
+                self.ks,
+                &mut self.conn,
+                &mut self.out,
+                &argv,
+                1_000,
+                &mut self.held,
+            );
+            outcome.reply_at
+        }
+
+        fn release(&mut self) -> String {
+            self.held.release(self.server, &mut self.out);
+            String::from_utf8_lossy(&std::mem::take(&mut self.out)).into_owned()
+        }
+    }
+
+    /// A key in a shard other than `key`'s.
+    fn elsewhere(ks: &Keyspace, key: &str) -> String {
+        (0..)
+            .map(|i| format!("other{i}"))
+            .find(|k| ks.shard_of(k.as_bytes()) != ks.shard_of(key.as_bytes()))
+            .expect("a key in another shard")
+    }
+
+    fn batch_keys(server: &Fake) -> Vec<Vec<String>> {
+        server
+            .batches
+            .lock()
+            .iter()
+            .map(|b| {
+                b.iter()
+                    .map(|r| String::from_utf8_lossy(&r.key).into_owned())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pipelined_commands_on_one_shard_keep_it_and_log_one_batch() {
+        let server = Fake::logging();
+        let ks = Keyspace::new(16, 8);
+        let other = elsewhere(&ks, "k");
+        let mut p = Pipeline::new(&server, &ks);
+        p.run(&["LPUSH", "k", "a"]);
+        p.run(&["LPUSH", "k", "b"]);
+        p.run(&["GET", "k"]);
+        p.run(&["RPUSH", "k", "c"]);
+        let shard = ks.shard_of(b"k");
+        assert_eq!(p.held.shard(), Some(shard));
+        assert!(server.batches.lock().is_empty(), "logged while held");
+        assert!(
+            ks.try_lock_for(shard, Duration::from_millis(1)).is_none(),
+            "the shard is free between the commands"
+        );
+        // A command on another shard releases it first.
+        p.run(&["SET", &other, "1"]);
+        let batches = batch_keys(&server);
+        assert_eq!(batches.len(), 1);
+        assert!(batches[0].len() >= 3 && batches[0].iter().all(|k| k == "k"));
+        assert_eq!(p.held.shard(), Some(ks.shard_of(other.as_bytes())));
+        // So does a command that is not on one key, before it runs.
+        p.run(&["DEL", "k", &other]);
+        assert_eq!(batch_keys(&server)[1], vec![other.clone()]);
+        assert_eq!(p.held.shard(), None);
+        let out = p.release();
+        assert_eq!(
+            out,
+            ":1\r\n:2\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:3\r\n+OK\r\n:2\r\n"
+        );
+        assert_eq!(server.batches.lock().len(), 3);
+        // The batches released along the way; DEL's own is its outcome's.
+        assert_eq!(p.held.durable, Some(2));
+    }
+
+    #[test]
+    fn a_hold_ends_after_its_command_limit() {
+        let server = Fake::logging();
+        let ks = Keyspace::new(16, 8);
+        let mut p = Pipeline::new(&server, &ks);
+        let n = Held::MAX_COMMANDS + 44;
+        for _ in 0..n {
+            p.run(&["INCR", "n"]);
+        }
+        p.release();
+        let sizes: Vec<usize> = server.batches.lock().iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![Held::MAX_COMMANDS, 44]);
+    }
+
+    #[test]
+    fn a_refused_batch_turns_each_of_its_replies_into_the_error() {
+        let server = Fake::logging();
+        let ks = Keyspace::new(16, 8);
+        let other = elsewhere(&ks, "k");
+        let mut p = Pipeline::new(&server, &ks);
+        p.run(&["SET", "k", "1"]);
+        p.run(&["GET", "k"]);
+        p.run(&["INCR", "k"]);
+        server.refuse.store(true, Ordering::Relaxed);
+        let at = p.run(&["SET", &other, "x"]);
+        let error = "-MISCONF the log refused the batch\r\n";
+        // The reads' replies stay; the writes' become the error, and the running
+        // command's reply is found where it now begins.
+        assert_eq!(
+            String::from_utf8_lossy(&p.out),
+            format!("{error}$1\r\n1\r\n{error}+OK\r\n")
+        );
+        assert_eq!(&p.out[at..], b"+OK\r\n");
+        assert_eq!(p.release(), format!("{error}$1\r\n1\r\n{error}{error}"));
+        assert!(server.batches.lock().is_empty());
     }
 }

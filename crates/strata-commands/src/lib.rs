@@ -18,6 +18,8 @@ pub mod effects;
 pub mod error;
 pub mod evict;
 pub mod exec;
+#[cfg(test)]
+mod fake;
 pub mod families;
 pub mod longdouble;
 pub mod mailbox;

@@ -14,7 +14,7 @@ use crate::spec::{Acl, BeginSearch, FindKeys, Flags, Group, KeyFlags, KeySpec};
 
 /// A command handler: runs against the context, writes its reply to `ctx.out` or
 /// returns an error before writing anything.
-pub type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
+pub type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]) -> CmdResult;
 
 /// Extracts key positions for commands whose keys the key specs cannot describe
 /// fully (movable keys).

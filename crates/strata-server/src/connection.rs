@@ -20,8 +20,10 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use smallvec::SmallVec;
+use strata_commands::ctx::Held;
+use strata_commands::exec::execute_held;
 use strata_commands::tiered::ColdKey;
-use strata_commands::{ClientInfo, ConnState, execute};
+use strata_commands::{ClientInfo, ConnState};
 use strata_resp::request::{Limits, Parsed, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -153,7 +155,7 @@ async fn run(
         let mut fetching: Option<(Vec<Vec<u8>>, Vec<ColdKey>, u32)> = None;
         loop {
             let next = match fetching.take() {
-                None => step(
+                None => run_steps(
                     state,
                     conn,
                     &mut parser,
@@ -178,7 +180,20 @@ async fn run(
                     clock.restart();
                     let started = clock.start();
                     let now = clock.unix_ms_at(started);
-                    let next = run_request(state, conn, &mut out, &mut durable, &refs, now, &clock);
+                    let mut held = Held::new(&state.keyspace);
+                    let next = run_request(
+                        state,
+                        conn,
+                        &mut out,
+                        &mut durable,
+                        &refs,
+                        now,
+                        &clock,
+                        &mut held,
+                    );
+                    held.release(&**state, &mut out);
+                    note_durable(&mut durable, &held);
+                    drop(held);
                     drop(refs);
                     conn.fetch_cold = true;
                     conn.refetched = false;
@@ -197,12 +212,6 @@ async fn run(
                     continue;
                 }
                 Step::Ran => {
-                    info.obuf.store(out.len(), Ordering::Relaxed);
-                    let pending = out.len() + info.mailbox.bytes();
-                    let now = info.last_interaction_ms.load(Ordering::Relaxed);
-                    if info.check_output_limits(&state.pubsub.limits, pending, now) {
-                        return Ok(());
-                    }
                     if out.len() >= FLUSH_AT {
                         wait_durable(state, &mut durable).await?;
                         if !flush(state, stream, &info, &wake, &mut out).await? {
@@ -211,6 +220,7 @@ async fn run(
                         clock.restart();
                     }
                 }
+                Step::Overflow => return Ok(()),
                 Step::NeedMore => break,
                 Step::Close => {
                     close = true;
@@ -279,6 +289,8 @@ async fn run(
 enum Step {
     /// A command ran (or nothing needed running); try the next one.
     Ran,
+    /// The client passed its output buffer limits: close it without a reply.
+    Overflow,
     /// No complete request is buffered.
     NeedMore,
     /// The connection must close once the replies so far are written.
@@ -369,8 +381,11 @@ impl BatchClock {
     }
 }
 
-/// Parses and runs the request at the front of `inbuf`, if it is complete.
-fn step(
+/// Runs the complete requests at the front of `inbuf`, one after another, until one
+/// needs the connection to write or wait (or its output reaches `FLUSH_AT`). A run
+/// of pipelined commands on one shard keeps it locked from one to the next and logs
+/// their records as one batch (see [`Held`]), released before returning.
+fn run_steps(
     state: &ServerState,
     conn: &mut ConnState,
     parser: &mut RequestParser,
@@ -378,6 +393,48 @@ fn step(
     out: &mut Vec<u8>,
     durable: &mut u64,
     clock: &BatchClock,
+) -> Step {
+    let mut held = Held::new(&state.keyspace);
+    let next = loop {
+        match step(state, conn, parser, inbuf, out, durable, clock, &mut held) {
+            Step::Ran => {
+                let info = &conn.info;
+                info.obuf.store(out.len(), Ordering::Relaxed);
+                let pending = out.len() + info.mailbox.bytes();
+                let now = info.last_interaction_ms.load(Ordering::Relaxed);
+                if info.check_output_limits(&state.pubsub.limits, pending, now) {
+                    break Step::Overflow;
+                }
+                if out.len() >= FLUSH_AT {
+                    break Step::Ran;
+                }
+            }
+            next => break next,
+        }
+    };
+    held.release(state, out);
+    note_durable(durable, &held);
+    next
+}
+
+/// Takes the log sequence a released [`Held`] says the replies must wait for.
+fn note_durable(durable: &mut u64, held: &Held) {
+    if let Some(n) = held.durable {
+        *durable = (*durable).max(n);
+    }
+}
+
+/// Parses and runs the request at the front of `inbuf`, if it is complete.
+#[allow(clippy::too_many_arguments)]
+fn step<'a>(
+    state: &'a ServerState,
+    conn: &mut ConnState,
+    parser: &mut RequestParser,
+    inbuf: &mut BytesMut,
+    out: &mut Vec<u8>,
+    durable: &mut u64,
+    clock: &BatchClock,
+    held: &mut Held<'a>,
 ) -> Step {
     let parsed = match parser.parse(inbuf) {
         Ok(p) => p,
@@ -416,7 +473,7 @@ fn step(
     if let Some(until) = state.pause.holds(conn, &argv, now, &state.registry) {
         return Step::Paused(until);
     }
-    let step = run_request(state, conn, out, durable, &argv, now, clock);
+    let step = run_request(state, conn, out, durable, &argv, now, clock, held);
     let step = match step {
         Step::Fetch(_, cold) => Step::Fetch(argv.iter().map(|a| a.to_vec()).collect(), cold),
         step => step,
@@ -429,18 +486,20 @@ fn step(
 
 /// Runs one request and does what follows its reply: statistics, messages to this
 /// client, blocking, closing.
-fn run_request(
-    state: &ServerState,
+#[allow(clippy::too_many_arguments)]
+fn run_request<'a>(
+    state: &'a ServerState,
     conn: &mut ConnState,
     out: &mut Vec<u8>,
     durable: &mut u64,
     argv: &[&[u8]],
     now: u64,
     clock: &BatchClock,
+    held: &mut Held<'a>,
 ) -> Step {
     let started = clock.start();
-    let reply_at = out.len();
-    let outcome = execute(state, &state.keyspace, conn, out, argv, now);
+    let outcome = execute_held(state, &state.keyspace, conn, out, argv, now, held);
+    let reply_at = outcome.reply_at;
     if !outcome.fetch.is_empty() {
         return Step::Fetch(Vec::new(), outcome.fetch);
     }
@@ -456,6 +515,7 @@ fn run_request(
         // client's own command line comes after its reply.
         let mut mail = Vec::new();
         conn.info.mailbox.drain_into(&mut mail);
+        held.inserted(reply_at, mail.len());
         out.splice(reply_at..reply_at, mail);
     }
     // Invalidations of keys this client changed itself follow its reply.
@@ -814,6 +874,7 @@ mod tests {
             self.inbuf.extend_from_slice(input);
             let clock = BatchClock::now();
             let mut ran = 0;
+            let mut held = Held::new(&self.state.keyspace);
             loop {
                 match step(
                     &self.state,
@@ -823,12 +884,15 @@ mod tests {
                     &mut self.out,
                     &mut self.durable,
                     &clock,
+                    &mut held,
                 ) {
                     Step::Ran => ran += 1,
-                    Step::NeedMore => return ran,
+                    Step::NeedMore => break,
                     _ => panic!("unexpected step"),
                 }
             }
+            held.release(&*self.state, &mut self.out);
+            ran
         }
     }
 

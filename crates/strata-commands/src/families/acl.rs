@@ -148,7 +148,7 @@ pub const COMMANDS: &[Command] = &[Command {
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// The server's ACL table; a server without one (a test's fake) has no users.
-fn table<'a>(ctx: &Ctx<'a>) -> Result<&'a Acl, CmdError> {
+fn table<'a>(ctx: &Ctx<'a, '_>) -> Result<&'a Acl, CmdError> {
     ctx.server
         .acl()
         .ok_or_else(|| CmdError::err("this server has no access control"))

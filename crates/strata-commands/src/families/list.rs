@@ -993,67 +993,12 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use strata_keyspace::{Detached, EncodingLimits, Keyspace};
+    use strata_keyspace::{EncodingLimits, Keyspace};
     use strata_resp::Protocol;
 
     use super::*;
     use crate::conn::{BlockRequest, ClientInfo, ConnState};
-    use crate::server::{Server, ShutdownMode};
-    use crate::table::Registry;
-
-    /// Just enough of a server to run list commands.
-    struct Fake {
-        registry: Registry,
-    }
-
-    impl Server for Fake {
-        fn registry(&self) -> &Registry {
-            &self.registry
-        }
-        fn databases(&self) -> usize {
-            16
-        }
-        fn max_bulk_len(&self) -> usize {
-            512 << 20
-        }
-        fn encoding_limits(&self) -> EncodingLimits {
-            EncodingLimits {
-                list_max_listpack_size: 2,
-                ..EncodingLimits::default()
-            }
-        }
-        fn config_get(&self, _: &[&[u8]]) -> Vec<(String, String)> {
-            Vec::new()
-        }
-        fn config_set(&self, _: &[(&[u8], &[u8])]) -> Result<(), String> {
-            Ok(())
-        }
-        fn reset_stats(&self) {}
-        fn config_rewrite(&self) -> Result<(), String> {
-            Ok(())
-        }
-        fn has_blocked_clients(&self) -> bool {
-            false
-        }
-        fn info(&self, _: &[&[u8]], _: &crate::server::KeyspaceSummary) -> String {
-            String::new()
-        }
-        fn clients(&self) -> Vec<Arc<ClientInfo>> {
-            Vec::new()
-        }
-        fn requirepass(&self) -> Option<String> {
-            None
-        }
-        fn debug_allowed(&self, _: &ClientInfo) -> bool {
-            false
-        }
-        fn shutdown(&self, _: ShutdownMode) -> Result<(), String> {
-            Ok(())
-        }
-        fn free_later(&self, _: Vec<Detached>) {}
-        fn set_active_expire(&self, _: bool) {}
-        fn add_dirty(&self, _: u64) {}
-    }
+    use crate::fake::Fake;
 
     struct Kit {
         server: Fake,
@@ -1066,7 +1011,11 @@ mod tests {
             let info = ClientInfo::new(1, String::new(), String::new(), -1, 0, Box::new(|| {}));
             Kit {
                 server: Fake {
-                    registry: crate::registry(),
+                    limits: EncodingLimits {
+                        list_max_listpack_size: 2,
+                        ..EncodingLimits::default()
+                    },
+                    ..Fake::new()
                 },
                 ks: Keyspace::new(16, 4),
                 conn: ConnState::new(Arc::new(info), true),

@@ -180,7 +180,7 @@ pub const COMMANDS: &[Command] = &[
 ];
 
 /// The hub, or an error for a server without one.
-fn hub<'a>(ctx: &Ctx<'a>) -> Result<&'a PubSub, CmdError> {
+fn hub<'a>(ctx: &Ctx<'a, '_>) -> Result<&'a PubSub, CmdError> {
     ctx.server
         .pubsub()
         .ok_or_else(|| CmdError::err("pub/sub is not available in this server"))

@@ -192,6 +192,10 @@ struct Acked {
     /// The list's acknowledged length and how many pushes were sent.
     list_len: i64,
     list_sent: i64,
+    /// The same for a list pushed to by pipelines (whose commands on one key run
+    /// under one hold of its shard and are logged as one batch).
+    piped_len: i64,
+    piped_sent: i64,
     /// Hash fields acknowledged.
     fields: Vec<String>,
     /// Keys set with a long TTL.
@@ -215,7 +219,7 @@ fn load(port: u16, round: usize, t: usize, stop: &AtomicBool, strings: &AtomicUs
     let mut i = 0u64;
     while !stop.load(Ordering::Relaxed) {
         i += 1;
-        let ok = match i % 6 {
+        let ok = match i % 7 {
             0 => {
                 let (k, v) = (format!("{p}:s:{i}"), format!("v{i}"));
                 conn.set::<_, _, ()>(&k, &v).map(|()| {
@@ -242,6 +246,15 @@ fn load(port: u16, round: usize, t: usize, stop: &AtomicBool, strings: &AtomicUs
                 let k = format!("{p}:e:{i}");
                 conn.set_ex::<_, _, ()>(&k, "x", 1000)
                     .map(|()| acked.expiring.push(k))
+            }
+            5 => {
+                let mut pipe = redis::pipe();
+                for _ in 0..20 {
+                    acked.piped_sent += 1;
+                    pipe.rpush(format!("{p}:piped"), acked.piped_sent);
+                }
+                pipe.query::<Vec<i64>>(&mut conn)
+                    .map(|lens| acked.piped_len = lens.last().copied().unwrap_or(0))
             }
             _ => {
                 acked.transfers_sent += 1;
@@ -290,6 +303,19 @@ fn verify(conn: &mut redis::Connection, round: usize, t: usize, acked: &Acked) {
     assert_eq!(
         list, expected,
         "{p}: pushes out of order or lost in between"
+    );
+    let piped: Vec<i64> = conn.lrange(format!("{p}:piped"), 0, -1).expect("lrange");
+    assert!(
+        piped.len() as i64 >= acked.piped_len && piped.len() as i64 <= acked.piped_sent,
+        "{p}: piped list of {}, acknowledged {}, sent {}",
+        piped.len(),
+        acked.piped_len,
+        acked.piped_sent
+    );
+    let expected: Vec<i64> = (1..=piped.len() as i64).collect();
+    assert_eq!(
+        piped, expected,
+        "{p}: pipelined pushes out of order or lost"
     );
     for f in &acked.fields {
         let got: Option<u64> = conn.hget(format!("{p}:hash"), f).expect("hget");

@@ -38,8 +38,8 @@ const LOWER_SHARD_WAIT: Duration = Duration::from_secs(1);
 pub const RESTART: &[u8] = b"strata: restart the script with every shard locked";
 
 /// The per-run state `redis.call` works with.
-pub struct ScriptHost<'c, 'a> {
-    pub ctx: &'c mut Ctx<'a>,
+pub struct ScriptHost<'c, 'a, 'k> {
+    pub ctx: &'c mut Ctx<'a, 'k>,
     pub run: Arc<Run>,
     /// EVAL_RO, FCALL_RO, or a `no-writes` script.
     pub read_only: bool,
@@ -54,7 +54,7 @@ pub struct ScriptHost<'c, 'a> {
     pub name: String,
 }
 
-impl ScriptHost<'_, '_> {
+impl ScriptHost<'_, '_, '_> {
     /// Makes sure the shards the command needs are held (see the module docs).
     fn hold_shards(
         &mut self,
@@ -99,7 +99,7 @@ impl ScriptHost<'_, '_> {
     }
 }
 
-impl Host for ScriptHost<'_, '_> {
+impl Host for ScriptHost<'_, '_, '_> {
     fn call(&mut self, argv: &[&[u8]], resp3: bool, reply: &mut Vec<u8>) -> Result<(), Vec<u8>> {
         if self.restart {
             return Err(RESTART.to_vec());

@@ -138,7 +138,7 @@ pub const COMMANDS: &[Command] = &[
 ];
 
 /// The engine, or the error a server without one gives.
-fn engine<'a>(ctx: &Ctx<'a>) -> Result<&'a Scripting, CmdError> {
+fn engine<'a>(ctx: &Ctx<'a, '_>) -> Result<&'a Scripting, CmdError> {
     ctx.server
         .scripting()
         .ok_or_else(|| CmdError::err("scripting is not available here"))
@@ -181,7 +181,7 @@ fn run_script(
     mut call: impl FnMut(
         &mut Vm,
         Invocation<'_>,
-        &mut host::ScriptHost<'_, '_>,
+        &mut host::ScriptHost<'_, '_, '_>,
         Arc<dyn Watchdog>,
         &mut ReplyWriter<'_>,
     ) -> Result<(), CmdError>,

@@ -1,0 +1,107 @@
+//! Just enough of a server to run commands in unit tests, with a log that keeps
+//! the batches it is given (or refuses them).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+use strata_keyspace::{Detached, EncodingLimits};
+
+use crate::conn::ClientInfo;
+use crate::effects::Record;
+use crate::server::{KeyspaceSummary, Server, ShutdownMode};
+use crate::table::Registry;
+
+pub(crate) struct Fake {
+    pub registry: Registry,
+    pub limits: EncodingLimits,
+    /// Whether changes are logged (see [`Server::logging_flag`]).
+    pub logging: Option<AtomicBool>,
+    /// The batches logged, in order.
+    pub batches: Mutex<Vec<Vec<Record>>>,
+    /// Whether the log refuses batches.
+    pub refuse: AtomicBool,
+}
+
+impl Fake {
+    pub fn new() -> Fake {
+        Fake {
+            registry: crate::registry(),
+            limits: EncodingLimits::default(),
+            logging: None,
+            batches: Mutex::new(Vec::new()),
+            refuse: AtomicBool::new(false),
+        }
+    }
+
+    /// A server that logs changes.
+    pub fn logging() -> Fake {
+        Fake {
+            logging: Some(AtomicBool::new(true)),
+            ..Fake::new()
+        }
+    }
+}
+
+impl Server for Fake {
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+    fn databases(&self) -> usize {
+        16
+    }
+    fn max_bulk_len(&self) -> usize {
+        512 << 20
+    }
+    fn encoding_limits(&self) -> EncodingLimits {
+        self.limits
+    }
+    fn config_get(&self, _: &[&[u8]]) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    fn config_set(&self, _: &[(&[u8], &[u8])]) -> Result<(), String> {
+        Ok(())
+    }
+    fn reset_stats(&self) {}
+    fn config_rewrite(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn has_blocked_clients(&self) -> bool {
+        false
+    }
+    fn info(&self, _: &[&[u8]], _: &KeyspaceSummary) -> String {
+        String::new()
+    }
+    fn clients(&self) -> Vec<Arc<ClientInfo>> {
+        Vec::new()
+    }
+    fn requirepass(&self) -> Option<String> {
+        None
+    }
+    fn debug_allowed(&self, _: &ClientInfo) -> bool {
+        false
+    }
+    fn shutdown(&self, _: ShutdownMode) -> Result<(), String> {
+        Ok(())
+    }
+    fn free_later(&self, _: Vec<Detached>) {}
+    fn set_active_expire(&self, _: bool) {}
+    fn add_dirty(&self, _: u64) {}
+    fn logging_flag(&self) -> Option<&AtomicBool> {
+        self.logging.as_ref()
+    }
+    fn log(
+        &self,
+        records: &[Record],
+        _now_ms: u64,
+        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+    ) -> Result<Option<u64>, String> {
+        located.clear();
+        if self.refuse.load(Ordering::Relaxed) {
+            return Err("MISCONF the log refused the batch".into());
+        }
+        let mut batches = self.batches.lock();
+        batches.push(records.to_vec());
+        Ok(Some(batches.len() as u64))
+    }
+}

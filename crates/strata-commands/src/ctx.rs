@@ -47,7 +47,7 @@ pub struct Keys<'a> {
     /// long as that shard is held: a command never half-logs across a switch.
     pub logging_flag: Option<&'a AtomicBool>,
     /// Keys changed by the command running, as (database, key), in first-change order.
-    changed_keys: Vec<(usize, Vec<u8>)>,
+    changed_keys: SmallVec<[(usize, Vec<u8>); 1]>,
     /// Operations a handler gave explicitly, as (database, key, argv).
     explicit_ops: Vec<(usize, Vec<u8>, Vec<Vec<u8>>)>,
     /// Records of the commands run so far, for the log.
@@ -55,7 +55,7 @@ pub struct Keys<'a> {
     /// The keys `records` has records of, built only when a key's database lists
     /// no records of it (see [`crate::effects::record_for`]) and kept up to date
     /// from then on, so that a long transaction asks in O(1).
-    recorded_keys: Option<std::collections::HashSet<(usize, Vec<u8>)>>,
+    recorded_keys: Option<RecordedKeys>,
     /// Where keyspace notifications and tracking invalidations go, if anywhere.
     pub notify: Option<&'a PubSub>,
     /// The client running the command (0 for the server itself).
@@ -84,7 +84,7 @@ impl<'a> Keys<'a> {
             track_ready: false,
             logging: false,
             logging_flag: None,
-            changed_keys: Vec::new(),
+            changed_keys: SmallVec::new(),
             explicit_ops: Vec::new(),
             records: Vec::new(),
             recorded_keys: None,
@@ -513,14 +513,21 @@ impl<'a> Keys<'a> {
             // Only the key's first record in this batch can follow records of an
             // old value the store still holds.
             let first = || {
-                let set = recorded
-                    .get_or_insert_with(|| earlier.iter().map(|r| (r.db, r.key.clone())).collect());
-                !set.contains(&(db_index, key.clone()))
+                let set = recorded.get_or_insert_with(|| {
+                    let mut set = RecordedKeys::default();
+                    for r in &earlier {
+                        set.insert(r.db, &r.key);
+                    }
+                    set
+                });
+                !set.contains(db_index, &key)
             };
             let records =
                 crate::effects::record_for(db_index, db, &key, now, rule, argv, &ops, first);
             if let Some(set) = &mut recorded {
-                set.extend(records.iter().map(|r| (r.db, r.key.clone())));
+                for r in &records {
+                    set.insert(r.db, &r.key);
+                }
             }
             earlier.extend(records);
             self.records = earlier;
@@ -669,7 +676,7 @@ pub struct Held<'a> {
     /// [`Keys::logging`] as read when the shard was locked.
     logging: bool,
     records: Vec<Record>,
-    recorded_keys: Option<std::collections::HashSet<(usize, Vec<u8>)>>,
+    recorded_keys: Option<RecordedKeys>,
     /// The replies (ranges of the connection's output) of the commands whose records
     /// wait in `records`: should the log refuse them, each becomes the error.
     replies: SmallVec<[std::ops::Range<usize>; 8]>,
@@ -765,6 +772,34 @@ impl Drop for Held<'_> {
             self.guard.is_none() || self.records.is_empty(),
             "a held shard dropped with records not logged"
         );
+    }
+}
+
+/// The keys a batch of records has records of, as (database, key), for
+/// [`Keys::finish_command`]'s question whether a record is its key's first in the
+/// batch. A run of commands on one key asks it once per command: the key is copied
+/// only the first time.
+#[derive(Default)]
+struct RecordedKeys(
+    std::collections::HashMap<Vec<u8>, SmallVec<[usize; 1]>, strata_keyspace::KeyHasher>,
+);
+
+impl RecordedKeys {
+    fn contains(&self, db: usize, key: &[u8]) -> bool {
+        self.0.get(key).is_some_and(|dbs| dbs.contains(&db))
+    }
+
+    fn insert(&mut self, db: usize, key: &[u8]) {
+        match self.0.get_mut(key) {
+            Some(dbs) => {
+                if !dbs.contains(&db) {
+                    dbs.push(db);
+                }
+            }
+            None => {
+                self.0.insert(key.to_vec(), smallvec::smallvec![db]);
+            }
+        }
     }
 }
 

@@ -626,7 +626,8 @@ impl Inner {
         // Only merges need the time; puts and deletes never read the clock.
         let mut now = None;
         // The expiry of keys written earlier in this batch (`None`: deleted).
-        let mut touched: HashMap<&[u8], Option<u64>> = HashMap::new();
+        let mut touched: HashMap<&[u8], Option<u64>, foldhash::fast::RandomState> =
+            HashMap::default();
         let batch = ops.len() > 1;
         for op in ops {
             let version = self.version_for(op.meta.version);

@@ -750,12 +750,19 @@ impl<'a> Held<'a> {
         if self.guard.is_none() {
             return;
         }
+        self.commands = 0;
+        if self.records.is_empty() {
+            // Reads only: nothing to log.
+            debug_assert!(self.replies.is_empty());
+            self.guard = None;
+            self.recorded_keys = None;
+            return;
+        }
         let mut keys = Keys::new(self.ks, 0, self.now_ms);
         keys.adopt(self);
         let logged = log_records(server, &mut keys, &self.replies, out, anchor);
         drop(keys);
         self.replies.clear();
-        self.commands = 0;
         self.durable = self.durable.max(logged.ok().flatten());
     }
 

@@ -858,9 +858,10 @@ pub(crate) fn log_records(
     }
 }
 
-/// Everything a handler gets. Its keys may outlive it (see [`Held`]).
+/// Everything a handler gets. Its keys are borrowed (moving them in and out would
+/// copy a few hundred bytes per command) and may outlive it (see [`Held`]).
 pub struct Ctx<'a, 'k> {
-    pub keys: Keys<'k>,
+    pub keys: &'a mut Keys<'k>,
     pub out: ReplyWriter<'a>,
     pub conn: &'a mut ConnState,
     pub server: &'a dyn Server,

@@ -482,7 +482,7 @@ fn run_in<'a>(
     // Records of the commands run before under a held shard.
     let adopted = keys.records_len();
     let mut ctx = Ctx {
-        keys,
+        keys: &mut keys,
         out: ReplyWriter::new(out, proto),
         conn,
         server,
@@ -506,7 +506,6 @@ fn run_in<'a>(
     let freed = std::mem::take(&mut ctx.keys.freed);
     let dirty = ctx.keys.dirty;
     let ready = std::mem::take(&mut ctx.keys.ready);
-    let Ctx { mut keys, .. } = ctx;
     let mut failed = match result {
         Ok(()) => out.get(*start) == Some(&b'-'),
         Err(e) => {

@@ -367,7 +367,7 @@ fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     ctx.conn.info.no_evict.store(false, Ordering::Relaxed);
     ctx.conn.info.no_touch.store(false, Ordering::Relaxed);
     ctx.conn.set_multi(None);
-    crate::families::transactions::unwatch_all(&mut ctx.keys, ctx.conn);
+    crate::families::transactions::unwatch_all(ctx.keys, ctx.conn);
     ctx.conn.set_db(0);
     ctx.conn.set_proto(Protocol::Resp2);
     ctx.conn.authenticated = crate::families::acl::starts_authenticated(ctx.server);

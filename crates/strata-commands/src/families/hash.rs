@@ -241,7 +241,7 @@ fn hset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let key = args[1];
     let limits = ctx.server.encoding_limits();
-    let h = get_or_create(&mut ctx.keys, key)?;
+    let h = get_or_create(ctx.keys, key)?;
     h.fit(args[2..].iter().copied(), &limits);
     let created = args[2..]
         .chunks_exact(2)
@@ -259,7 +259,7 @@ fn hset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn hsetnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (key, field, value) = (args[1], args[2], args[3]);
     let limits = ctx.server.encoding_limits();
-    let h = get_or_create(&mut ctx.keys, key)?;
+    let h = get_or_create(ctx.keys, key)?;
     if h.contains(field) {
         ctx.out.integer(0);
         return Ok(());
@@ -272,7 +272,7 @@ fn hsetnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn hget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    match read(&mut ctx.keys, args[1])?.and_then(|h| h.get(args[2])) {
+    match read(ctx.keys, args[1])?.and_then(|h| h.get(args[2])) {
         Some(v) => ctx.out.bulk(v),
         None => ctx.out.null(),
     }
@@ -280,7 +280,7 @@ fn hget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let h = read(&mut ctx.keys, args[1])?;
+    let h = read(ctx.keys, args[1])?;
     ctx.out.array(args.len() - 2);
     for field in &args[2..] {
         match h.and_then(|h| h.get(field)) {
@@ -293,7 +293,7 @@ fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
-    let Some(h) = get(&mut ctx.keys, key)? else {
+    let Some(h) = get(ctx.keys, key)? else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -319,13 +319,13 @@ fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn hlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let n = read(&mut ctx.keys, args[1])?.map_or(0, Hash::len);
+    let n = read(ctx.keys, args[1])?.map_or(0, Hash::len);
     ctx.out.integer(n as i64);
     Ok(())
 }
 
 fn hstrlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let n = read(&mut ctx.keys, args[1])?
+    let n = read(ctx.keys, args[1])?
         .and_then(|h| h.get(args[2]))
         .map_or(0, <[u8]>::len);
     ctx.out.integer(n as i64);
@@ -333,7 +333,7 @@ fn hstrlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn hexists(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let found = read(&mut ctx.keys, args[1])?.is_some_and(|h| h.contains(args[2]));
+    let found = read(ctx.keys, args[1])?.is_some_and(|h| h.contains(args[2]));
     ctx.out.integer(found as i64);
     Ok(())
 }
@@ -347,7 +347,7 @@ enum Parts {
 }
 
 fn getall_generic(ctx: &mut Ctx, key: &[u8], parts: Parts) -> CmdResult {
-    let h = read(&mut ctx.keys, key)?;
+    let h = read(ctx.keys, key)?;
     let len = h.map_or(0, Hash::len);
     if parts == Parts::Both {
         ctx.out.map(len);
@@ -380,7 +380,7 @@ fn hvals(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn hincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (key, field) = (args[1], args[2]);
     let by = parse::int(args[3])?;
-    let current = match get(&mut ctx.keys, key)?.and_then(|h| h.get(field)) {
+    let current = match get(ctx.keys, key)?.and_then(|h| h.get(field)) {
         None => 0,
         Some(v) => strata_keyspace::value::parse_canonical_i64(v)
             .ok_or_else(|| CmdError::err("hash value is not an integer"))?,
@@ -388,7 +388,7 @@ fn hincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let new = current.checked_add(by).ok_or(CmdError::Overflow)?;
     let limits = ctx.server.encoding_limits();
     let text = itoa::Buffer::new().format(new).as_bytes().to_vec();
-    get_or_create(&mut ctx.keys, key)?.insert(field, &text, &limits);
+    get_or_create(ctx.keys, key)?.insert(field, &text, &limits);
     ctx.keys.changed(key, "hincrby");
     ctx.out.integer(new);
     Ok(())
@@ -400,7 +400,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if !by.is_finite() {
         return Err(CmdError::err("value is NaN or Infinity"));
     }
-    let current = match get(&mut ctx.keys, key)?.and_then(|h| h.get(field)) {
+    let current = match get(ctx.keys, key)?.and_then(|h| h.get(field)) {
         None => LongDouble::from_i64(0),
         Some(v) => {
             LongDouble::parse(v).ok_or_else(|| CmdError::err("hash value is not a float"))?
@@ -412,7 +412,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let text = sum.to_human();
     let limits = ctx.server.encoding_limits();
-    get_or_create(&mut ctx.keys, key)?.insert(field, text.as_bytes(), &limits);
+    get_or_create(ctx.keys, key)?.insert(field, text.as_bytes(), &limits);
     ctx.keys.changed(key, "hincrbyfloat");
     ctx.out.bulk(text.as_bytes());
     Ok(())
@@ -448,7 +448,7 @@ impl PairWriter {
 
 fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if args.len() == 2 {
-        match read(&mut ctx.keys, args[1])?.and_then(|h| h.random(rand::random())) {
+        match read(ctx.keys, args[1])?.and_then(|h| h.random(rand::random())) {
             Some((field, _)) => ctx.out.bulk(field),
             None => ctx.out.null(),
         }
@@ -467,7 +467,7 @@ fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         with_values,
         resp3: ctx.out.is_resp3(),
     };
-    let Some(h) = read(&mut ctx.keys, args[1])? else {
+    let Some(h) = read(ctx.keys, args[1])? else {
         ctx.out.array(0);
         return Ok(());
     };
@@ -509,7 +509,7 @@ fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn hscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut cursor = parse_cursor(args[2])?;
-    let Some(h) = read(&mut ctx.keys, args[1])? else {
+    let Some(h) = read(ctx.keys, args[1])? else {
         scan_reply(ctx, 0, std::iter::empty());
         return Ok(());
     };

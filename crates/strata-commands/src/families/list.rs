@@ -457,7 +457,7 @@ fn clamp_range(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
 fn push_generic(ctx: &mut Ctx, args: &[&[u8]], end: End, existing_only: bool) -> CmdResult {
     let key = args[1];
     let list = if existing_only {
-        match write_list(&mut ctx.keys, key)? {
+        match write_list(ctx.keys, key)? {
             Some(list) => list,
             None => {
                 ctx.out.integer(0);
@@ -466,7 +466,7 @@ fn push_generic(ctx: &mut Ctx, args: &[&[u8]], end: End, existing_only: bool) ->
         }
     } else {
         let limit = node_limit(ctx);
-        list_or_new(&mut ctx.keys, key, limit)?
+        list_or_new(ctx.keys, key, limit)?
     };
     for value in &args[2..] {
         end.push(list, value);
@@ -507,7 +507,7 @@ fn pop_generic(ctx: &mut Ctx, args: &[&[u8]], end: End) -> CmdResult {
         None => None,
     };
     let key = args[1];
-    let Some(list) = write_list(&mut ctx.keys, key)? else {
+    let Some(list) = write_list(ctx.keys, key)? else {
         if count.is_some() {
             ctx.out.null_array();
         } else {
@@ -551,7 +551,7 @@ fn rpop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn llen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let len = read_list(&mut ctx.keys, args[1])?.map_or(0, List::len);
+    let len = read_list(ctx.keys, args[1])?.map_or(0, List::len);
     ctx.out.integer(len as i64);
     Ok(())
 }
@@ -559,7 +559,7 @@ fn llen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn lrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let start = parse::int(args[2])?;
     let end = parse::int(args[3])?;
-    let Some(list) = read_list(&mut ctx.keys, args[1])? else {
+    let Some(list) = read_list(ctx.keys, args[1])? else {
         ctx.out.array(0);
         return Ok(());
     };
@@ -577,7 +577,7 @@ fn lrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn lindex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let Some(list) = read_list(&mut ctx.keys, args[1])? else {
+    let Some(list) = read_list(ctx.keys, args[1])? else {
         ctx.out.null();
         return Ok(());
     };
@@ -591,7 +591,7 @@ fn lindex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn lset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
-    let Some(list) = write_list(&mut ctx.keys, key)? else {
+    let Some(list) = write_list(ctx.keys, key)? else {
         return Err(CmdError::NoSuchKey);
     };
     let index = parse::int(args[2])?;
@@ -613,7 +613,7 @@ fn linsert(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::Syntax);
     };
     let key = args[1];
-    let Some(list) = write_list(&mut ctx.keys, key)? else {
+    let Some(list) = write_list(ctx.keys, key)? else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -632,7 +632,7 @@ fn linsert(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn lrem(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let count = parse::int(args[2])?;
     let key = args[1];
-    let Some(list) = write_list(&mut ctx.keys, key)? else {
+    let Some(list) = write_list(ctx.keys, key)? else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -652,7 +652,7 @@ fn ltrim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let start = parse::int(args[2])?;
     let end = parse::int(args[3])?;
     let key = args[1];
-    let Some(list) = write_list(&mut ctx.keys, key)? else {
+    let Some(list) = write_list(ctx.keys, key)? else {
         ctx.out.ok();
         return Ok(());
     };
@@ -706,7 +706,7 @@ fn lpos(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         j += 2;
     }
-    let Some(list) = read_list(&mut ctx.keys, args[1])? else {
+    let Some(list) = read_list(ctx.keys, args[1])? else {
         if q.count.is_some() {
             ctx.out.array(0);
         } else {
@@ -778,7 +778,7 @@ fn lpos_scan<'a>(
 /// LMOVE and its relatives once the source is known to hold a list (or to be absent):
 /// pops at `from` of `src`, pushes at `to` of `dst`, replies with the element.
 fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> CmdResult {
-    let Some(list) = write_list(&mut ctx.keys, src)? else {
+    let Some(list) = write_list(ctx.keys, src)? else {
         ctx.out.null();
         return Ok(());
     };
@@ -805,7 +805,7 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     {
         return Err(CmdError::WrongType);
     }
-    let Some(list) = write_list(&mut ctx.keys, src)? else {
+    let Some(list) = write_list(ctx.keys, src)? else {
         ctx.out.null();
         return Ok(());
     };
@@ -815,7 +815,7 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     };
     let empty = list.is_empty();
     let limit = node_limit(ctx);
-    to.push(list_or_new(&mut ctx.keys, dst, limit)?, &value);
+    to.push(list_or_new(ctx.keys, dst, limit)?, &value);
     ctx.keys.changed(dst, to.push_event());
     ctx.keys.ready(dst);
     ctx.keys.changed(src, from.pop_event());
@@ -875,7 +875,7 @@ fn parse_mpop<'a>(args: &'a [&'a [u8]], at: usize) -> Result<Mpop<'a>, CmdError>
 /// `[key, [elements]]`; false (and no reply) if every list is empty.
 fn mpop(ctx: &mut Ctx, m: &Mpop) -> Result<bool, CmdError> {
     for &key in m.keys {
-        let Some(list) = write_list(&mut ctx.keys, key)? else {
+        let Some(list) = write_list(ctx.keys, key)? else {
             continue;
         };
         if list.is_empty() {
@@ -910,7 +910,7 @@ fn bpop_generic(ctx: &mut Ctx, args: &[&[u8]], end: End) -> CmdResult {
     let timeout = ctx::parse_timeout(args[last], ctx.keys.now_ms)?;
     let keys = &args[1..last];
     for &key in keys {
-        let Some(list) = write_list(&mut ctx.keys, key)? else {
+        let Some(list) = write_list(ctx.keys, key)? else {
             continue;
         };
         let Some(value) = end.pop(list) else {
@@ -951,7 +951,7 @@ fn bmove_generic(
     timeout: Option<std::time::Duration>,
 ) -> CmdResult {
     let (src, dst) = (args[1], args[2]);
-    if write_list(&mut ctx.keys, src)?.is_some() {
+    if write_list(ctx.keys, src)?.is_some() {
         return move_generic(ctx, src, dst, from, to);
     }
     if ctx.may_block() {
@@ -1047,7 +1047,7 @@ mod tests {
             keys.lock_keys(positions.iter().map(|&i| argv[i]));
             keys.track_ready = true;
             let mut ctx = Ctx {
-                keys,
+                keys: &mut keys,
                 out: ReplyWriter::new(&mut out, Protocol::Resp2),
                 conn: &mut self.conn,
                 server: &self.server,
@@ -1055,7 +1055,6 @@ mod tests {
             };
             let result = (cmd.handler.expect("a handler"))(&mut ctx, &argv);
             let ready = ctx.keys.ready.iter().map(|(_, k)| k.clone()).collect();
-            drop(ctx);
             if let Err(e) = result {
                 out = format!("-{e}\r\n").into_bytes();
             }

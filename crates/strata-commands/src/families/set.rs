@@ -321,7 +321,7 @@ fn sadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn srem(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
-    let Some(set) = get(&mut ctx.keys, key)? else {
+    let Some(set) = get(ctx.keys, key)? else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -347,19 +347,19 @@ fn srem(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn scard(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let n = read(&mut ctx.keys, args[1])?.map_or(0, Set::len);
+    let n = read(ctx.keys, args[1])?.map_or(0, Set::len);
     ctx.out.integer(n as i64);
     Ok(())
 }
 
 fn sismember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let found = read(&mut ctx.keys, args[1])?.is_some_and(|s| s.contains(args[2]));
+    let found = read(ctx.keys, args[1])?.is_some_and(|s| s.contains(args[2]));
     ctx.out.integer(found as i64);
     Ok(())
 }
 
 fn smismember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let set = read(&mut ctx.keys, args[1])?;
+    let set = read(ctx.keys, args[1])?;
     ctx.out.array(args.len() - 2);
     for member in &args[2..] {
         let found = set.is_some_and(|s| s.contains(member));
@@ -369,7 +369,7 @@ fn smismember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn smembers(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let set = read(&mut ctx.keys, args[1])?;
+    let set = read(ctx.keys, args[1])?;
     reply_set(&mut ctx.out, set);
     Ok(())
 }
@@ -414,14 +414,14 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], result: Set, event: &'static str) {
 
 /// SINTER, SINTERCARD and SINTERSTORE.
 fn inter(ctx: &mut Ctx, names: &[&[u8]], output: Output) -> CmdResult {
-    let sizes = sizes(&mut ctx.keys, names)?;
+    let sizes = sizes(ctx.keys, names)?;
     let mut members: Vec<OwnedElem> = Vec::new();
     if let Some(sizes) = sizes.into_iter().collect::<Option<Vec<usize>>>() {
         // Walk the smallest set and keep what every other set holds, smallest first.
         let mut order: Vec<usize> = (0..names.len()).collect();
         order.sort_by_key(|&i| sizes[i]);
         let first = names[order[0]];
-        if let Some(s) = peek(&mut ctx.keys, first) {
+        if let Some(s) = peek(ctx.keys, first) {
             members = s.iter().map(Elem::into_owned).collect();
         }
         for &i in &order[1..] {
@@ -431,7 +431,7 @@ fn inter(ctx: &mut Ctx, names: &[&[u8]], output: Output) -> CmdResult {
             if names[i] == first {
                 continue;
             }
-            if let Some(s) = peek(&mut ctx.keys, names[i]) {
+            if let Some(s) = peek(ctx.keys, names[i]) {
                 members.retain(|m| s.contains_elem(m.as_elem()));
             }
         }
@@ -570,11 +570,11 @@ fn diff(keys: &mut Keys, names: &[&[u8]], sizes: &[Option<usize>], limits: &Enco
 /// SUNION, SDIFF and their STORE forms. The result is built as Redis builds it —
 /// an intset that converts as members are added — so that it has Redis's encoding.
 fn union_diff(ctx: &mut Ctx, names: &[&[u8]], output: Output, op: Op) -> CmdResult {
-    let sizes = sizes(&mut ctx.keys, names)?;
+    let sizes = sizes(ctx.keys, names)?;
     let limits = ctx.server.encoding_limits();
     let result = match op {
-        Op::Union => union(&mut ctx.keys, names, &limits),
-        Op::Diff => diff(&mut ctx.keys, names, &sizes, &limits),
+        Op::Union => union(ctx.keys, names, &limits),
+        Op::Diff => diff(ctx.keys, names, &sizes, &limits),
     };
     match output {
         Output::Store(dst) => {
@@ -607,17 +607,17 @@ fn sdiffstore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn smove(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (src, dst, member) = (args[1], args[2], args[3]);
-    if get(&mut ctx.keys, src)?.is_none() {
+    if get(ctx.keys, src)?.is_none() {
         ctx.out.integer(0);
         return Ok(());
     }
-    get(&mut ctx.keys, dst)?;
+    get(ctx.keys, dst)?;
     if src == dst {
-        let found = get(&mut ctx.keys, src)?.is_some_and(|s| s.contains(member));
+        let found = get(ctx.keys, src)?.is_some_and(|s| s.contains(member));
         ctx.out.integer(found as i64);
         return Ok(());
     }
-    let Some(set) = get(&mut ctx.keys, src)? else {
+    let Some(set) = get(ctx.keys, src)? else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -667,7 +667,7 @@ fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let key = args[1];
     let limits = ctx.server.encoding_limits();
-    let Some(set) = get(&mut ctx.keys, key)? else {
+    let Some(set) = get(ctx.keys, key)? else {
         ctx.out.null();
         return Ok(());
     };
@@ -692,7 +692,7 @@ fn spop_count(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .ok_or(CmdError::NotPositive)?;
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     let limits = ctx.server.encoding_limits();
-    let Some(set) = get(&mut ctx.keys, key)? else {
+    let Some(set) = get(ctx.keys, key)? else {
         ctx.out.set(0);
         return Ok(());
     };
@@ -720,7 +720,7 @@ fn spop_count(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn srandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     match args.len() {
         2 => {
-            match read(&mut ctx.keys, args[1])?.and_then(|s| s.random(rand::random())) {
+            match read(ctx.keys, args[1])?.and_then(|s| s.random(rand::random())) {
                 Some(e) => reply_elem(&mut ctx.out, e),
                 None => ctx.out.null(),
             }
@@ -730,7 +730,7 @@ fn srandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     }
     let count = parse_rand_count(args[2])?;
-    let Some(set) = read(&mut ctx.keys, args[1])? else {
+    let Some(set) = read(ctx.keys, args[1])? else {
         ctx.out.array(0);
         return Ok(());
     };
@@ -777,7 +777,7 @@ fn srandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn sscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut cursor = parse_cursor(args[2])?;
-    let Some(set) = read(&mut ctx.keys, args[1])? else {
+    let Some(set) = read(ctx.keys, args[1])? else {
         scan_reply(ctx, 0, std::iter::empty());
         return Ok(());
     };

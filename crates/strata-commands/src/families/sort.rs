@@ -302,12 +302,12 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
         mut items,
         start,
         end,
-    } = load(&mut ctx.keys, key, &mut o)?;
+    } = load(ctx.keys, key, &mut o)?;
     if !o.dontsort {
         let mut bad_score = false;
         for item in items.iter_mut() {
             let value = match o.by {
-                Some(pattern) => match lookup(ctx.server, &mut ctx.keys, pattern, &item.elem) {
+                Some(pattern) => match lookup(ctx.server, ctx.keys, pattern, &item.elem) {
                     Some(v) => v,
                     None => continue,
                 },
@@ -354,7 +354,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
             let mut values: Vec<Option<Vec<u8>>> = Vec::with_capacity(output_len);
             for item in &chosen {
                 for pattern in &o.gets {
-                    values.push(lookup(ctx.server, &mut ctx.keys, pattern, &item.elem));
+                    values.push(lookup(ctx.server, ctx.keys, pattern, &item.elem));
                 }
             }
             ctx.out.array(output_len);
@@ -379,7 +379,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
                     list.push_back(&item.elem);
                 }
                 for pattern in &o.gets {
-                    let v = lookup(ctx.server, &mut ctx.keys, pattern, &item.elem);
+                    let v = lookup(ctx.server, ctx.keys, pattern, &item.elem);
                     list.push_back(v.as_deref().unwrap_or_default());
                 }
             }

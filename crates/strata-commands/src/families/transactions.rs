@@ -96,7 +96,7 @@ fn discard(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::err("DISCARD without MULTI"));
     }
     ctx.conn.set_multi(None);
-    unwatch_all(&mut ctx.keys, ctx.conn);
+    unwatch_all(ctx.keys, ctx.conn);
     ctx.out.ok();
     Ok(())
 }
@@ -131,7 +131,7 @@ fn watch(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn unwatch(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
-    unwatch_all(&mut ctx.keys, ctx.conn);
+    unwatch_all(ctx.keys, ctx.conn);
     ctx.out.ok();
     Ok(())
 }
@@ -153,7 +153,7 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     };
     ctx.conn.set_multi(None);
     if multi.aborted {
-        unwatch_all(&mut ctx.keys, ctx.conn);
+        unwatch_all(ctx.keys, ctx.conn);
         return Err(CmdError::coded(
             "EXECABORT Transaction discarded because of previous errors.",
         ));
@@ -171,11 +171,11 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         .collect();
     lock_transaction(ctx, &queued);
     if watched_changed(ctx) {
-        unwatch_all(&mut ctx.keys, ctx.conn);
+        unwatch_all(ctx.keys, ctx.conn);
         ctx.out.null_array();
         return Ok(());
     }
-    unwatch_all(&mut ctx.keys, ctx.conn);
+    unwatch_all(ctx.keys, ctx.conn);
     let outer = ctx.cmd;
     ctx.conn.may_block = false;
     ctx.out.array(queued.len());
@@ -186,7 +186,7 @@ fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         let silent = ctx.conn.reply.silent();
         // The rules may have changed since the command was queued.
         let result = crate::families::acl::check_queued(ctx, cmd, args)
-            .and_then(|()| crate::tiered::warm_held(ctx.server, &mut ctx.keys, cmd, args))
+            .and_then(|()| crate::tiered::warm_held(ctx.server, ctx.keys, cmd, args))
             .and_then(|()| handler(ctx, args));
         if let Err(e) = result {
             ctx.out.buffer().truncate(start);

@@ -155,8 +155,8 @@ impl Host for ScriptHost<'_, '_, '_> {
         ctx.conn.proto = proto;
         ctx.out.set_protocol(proto);
         let start = ctx.out.buffer().len();
-        let result = crate::tiered::warm_held(server, &mut ctx.keys, cmd, argv)
-            .and_then(|()| handler(ctx, argv));
+        let result =
+            crate::tiered::warm_held(server, ctx.keys, cmd, argv).and_then(|()| handler(ctx, argv));
         if let Err(e) = result {
             ctx.out.buffer().truncate(start);
             ReplyWriter::new(ctx.out.buffer(), proto).error(&e.to_bytes());

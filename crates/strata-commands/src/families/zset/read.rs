@@ -13,7 +13,7 @@ use crate::families::keys::parse_cursor;
 use crate::parse::{self, is};
 
 pub(super) fn zscore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    match read_zset(&mut ctx.keys, args[1])?.and_then(|z| z.score(args[2])) {
+    match read_zset(ctx.keys, args[1])?.and_then(|z| z.score(args[2])) {
         Some(s) => ctx.out.double(s),
         None => ctx.out.null(),
     }
@@ -21,7 +21,7 @@ pub(super) fn zscore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub(super) fn zmscore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let z = read_zset(&mut ctx.keys, args[1])?;
+    let z = read_zset(ctx.keys, args[1])?;
     ctx.out.array(args.len() - 2);
     for member in &args[2..] {
         match z.and_then(|z| z.score(member)) {
@@ -33,14 +33,14 @@ pub(super) fn zmscore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub(super) fn zcard(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let n = read_zset(&mut ctx.keys, args[1])?.map_or(0, ZSet::len);
+    let n = read_zset(ctx.keys, args[1])?.map_or(0, ZSet::len);
     ctx.out.integer(n as i64);
     Ok(())
 }
 
 pub(super) fn zcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let range = parse_score_range(args[2], args[3])?;
-    let n = match read_zset(&mut ctx.keys, args[1])? {
+    let n = match read_zset(ctx.keys, args[1])? {
         Some(z) => match (
             z.first_in_score_range(&range),
             z.last_in_score_range(&range),
@@ -56,13 +56,13 @@ pub(super) fn zcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 pub(super) fn zlexcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let range = parse_lex_range(args[2], args[3])?;
-    let n = read_zset(&mut ctx.keys, args[1])?.map_or(0, |z| z.lex_count(&range));
+    let n = read_zset(ctx.keys, args[1])?.map_or(0, |z| z.lex_count(&range));
     ctx.out.integer(n as i64);
     Ok(())
 }
 
 fn rank_generic(ctx: &mut Ctx, args: &[&[u8]], rev: bool) -> CmdResult {
-    let z = read_zset(&mut ctx.keys, args[1])?;
+    let z = read_zset(ctx.keys, args[1])?;
     match z.and_then(|z| z.rank(args[2]).map(|(r, _)| (r, z.len()))) {
         Some((r, len)) => ctx.out.integer(if rev { len - 1 - r } else { r } as i64),
         None => ctx.out.null(),
@@ -266,7 +266,7 @@ fn select(z: &ZSet, req: &RangeRequest) -> Selection {
 
 fn zrange_generic(ctx: &mut Ctx, args: &[&[u8]], by: Option<By>, rev: Option<bool>) -> CmdResult {
     let req = parse_range(args, 1, false, by, rev)?;
-    let Some(z) = read_zset(&mut ctx.keys, args[1])? else {
+    let Some(z) = read_zset(ctx.keys, args[1])? else {
         ctx.out.array(0);
         return Ok(());
     };
@@ -304,7 +304,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (dst, src) = (args[1], args[2]);
     let req = parse_range(args, 2, true, None, None)?;
     let limits = ctx.server.encoding_limits();
-    let result = match read_zset(&mut ctx.keys, src)? {
+    let result = match read_zset(ctx.keys, src)? {
         Some(z) => {
             let sel = select(z, &req);
             // Filled item by item as Redis does, so the encoding (and whether -0
@@ -336,7 +336,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 pub(super) fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(count_arg) = args.get(2) else {
-        let z = read_zset(&mut ctx.keys, args[1])?.filter(|z| !z.is_empty());
+        let z = read_zset(ctx.keys, args[1])?.filter(|z| !z.is_empty());
         let Some(z) = z else {
             ctx.out.null();
             return Ok(());
@@ -362,7 +362,7 @@ pub(super) fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return Err(CmdError::err("value is out of range"));
     }
-    let z = read_zset(&mut ctx.keys, args[1])?.filter(|z| !z.is_empty());
+    let z = read_zset(ctx.keys, args[1])?.filter(|z| !z.is_empty());
     let Some(z) = z else {
         ctx.out.array(0);
         return Ok(());
@@ -429,7 +429,7 @@ fn distinct_ranks(rng: &mut impl Rng, len: usize, count: usize) -> Vec<usize> {
 
 pub(super) fn zscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let cursor = parse_cursor(args[2])?;
-    let Some(z) = read_zset(&mut ctx.keys, args[1])? else {
+    let Some(z) = read_zset(ctx.keys, args[1])? else {
         ctx.out.array(2);
         ctx.out.bulk(b"0");
         ctx.out.array(0);

@@ -176,9 +176,9 @@ fn setop_generic(
         inputs.sort_by_key(|i| i.len);
     }
     let mut result = match op {
-        Op::Inter => inter(&mut ctx.keys, &inputs, aggregate),
-        Op::Union => union(&mut ctx.keys, &inputs, aggregate),
-        Op::Diff => diff(&mut ctx.keys, &inputs),
+        Op::Inter => inter(ctx.keys, &inputs, aggregate),
+        Op::Union => union(ctx.keys, &inputs, aggregate),
+        Op::Diff => diff(ctx.keys, &inputs),
     };
     if cardinality_only {
         let n = if limit > 0 {

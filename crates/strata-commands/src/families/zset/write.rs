@@ -156,7 +156,7 @@ fn remove_if_empty(ctx: &mut Ctx, key: &[u8], empty: bool) {
 
 pub(super) fn zrem(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
-    let Some(z) = write_zset(&mut ctx.keys, key)? else {
+    let Some(z) = write_zset(ctx.keys, key)? else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -199,7 +199,7 @@ fn zremrange(ctx: &mut Ctx, args: &[&[u8]], kind: RemRange) -> CmdResult {
         RemRange::Score => scores = Some(parse_score_range(args[2], args[3])?),
         RemRange::Lex => lex = Some(parse_lex_range(args[2], args[3])?),
     }
-    let Some(z) = write_zset(&mut ctx.keys, key)? else {
+    let Some(z) = write_zset(ctx.keys, key)? else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -291,7 +291,7 @@ fn pop_generic(
 ) -> CmdResult {
     let mut found = None;
     for key in keys {
-        if let Some(z) = write_zset(&mut ctx.keys, key)? {
+        if let Some(z) = write_zset(ctx.keys, key)? {
             found = Some((*key, z.len()));
             break;
         }
@@ -311,7 +311,7 @@ fn pop_generic(
     }
     let n = count.min(len);
     let mut popped = Vec::with_capacity(n);
-    if let Some(z) = write_zset(&mut ctx.keys, key)? {
+    if let Some(z) = write_zset(ctx.keys, key)? {
         for _ in 0..n {
             match z.pop(max) {
                 Some(item) => popped.push(item),
@@ -394,7 +394,7 @@ fn blocking_pop(
 ) -> CmdResult {
     let timeout = parse_timeout(timeout_arg, ctx.keys.now_ms)?;
     for key in keys {
-        let Some(z) = write_zset(&mut ctx.keys, key)? else {
+        let Some(z) = write_zset(ctx.keys, key)? else {
             continue;
         };
         if z.is_empty() {

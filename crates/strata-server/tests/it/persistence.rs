@@ -291,31 +291,12 @@ fn verify(conn: &mut redis::Connection, round: usize, t: usize, acked: &Acked) {
         acked.counter,
         acked.counter_sent
     );
-    let list: Vec<i64> = conn.lrange(format!("{p}:list"), 0, -1).expect("lrange");
-    assert!(
-        list.len() as i64 >= acked.list_len && list.len() as i64 <= acked.list_sent,
-        "{p}: list of {}, acknowledged {}, sent {}",
-        list.len(),
-        acked.list_len,
-        acked.list_sent
-    );
-    let expected: Vec<i64> = (1..=list.len() as i64).collect();
-    assert_eq!(
-        list, expected,
-        "{p}: pushes out of order or lost in between"
-    );
-    let piped: Vec<i64> = conn.lrange(format!("{p}:piped"), 0, -1).expect("lrange");
-    assert!(
-        piped.len() as i64 >= acked.piped_len && piped.len() as i64 <= acked.piped_sent,
-        "{p}: piped list of {}, acknowledged {}, sent {}",
-        piped.len(),
+    check_pushes(conn, &format!("{p}:list"), acked.list_len, acked.list_sent);
+    check_pushes(
+        conn,
+        &format!("{p}:piped"),
         acked.piped_len,
-        acked.piped_sent
-    );
-    let expected: Vec<i64> = (1..=piped.len() as i64).collect();
-    assert_eq!(
-        piped, expected,
-        "{p}: pipelined pushes out of order or lost"
+        acked.piped_sent,
     );
     for f in &acked.fields {
         let got: Option<u64> = conn.hget(format!("{p}:hash"), f).expect("hget");
@@ -339,6 +320,23 @@ fn verify(conn: &mut redis::Connection, round: usize, t: usize, acked: &Acked) {
         "{p}: {b} transfers, acknowledged {}, sent {}",
         acked.transfers,
         acked.transfers_sent
+    );
+}
+
+/// Checks that the list at `key`, pushed 1, 2, 3... in order, holds at least the
+/// `acked` pushes acknowledged and at most the `sent` ones, in order, none lost in
+/// between.
+fn check_pushes(conn: &mut redis::Connection, key: &str, acked: i64, sent: i64) {
+    let list: Vec<i64> = conn.lrange(key, 0, -1).expect("lrange");
+    assert!(
+        list.len() as i64 >= acked && list.len() as i64 <= sent,
+        "{key}: list of {}, acknowledged {acked}, sent {sent}",
+        list.len(),
+    );
+    let expected: Vec<i64> = (1..=list.len() as i64).collect();
+    assert_eq!(
+        list, expected,
+        "{key}: pushes out of order or lost in between"
     );
 }
 

@@ -684,7 +684,7 @@ pub struct Held<'a> {
     commands: usize,
     now_ms: u64,
     /// The highest log sequence a reply must wait for, from the batches appended.
-    pub durable: Option<u64>,
+    durable: Option<u64>,
 }
 
 impl<'a> Held<'a> {
@@ -732,11 +732,14 @@ impl<'a> Held<'a> {
         }
     }
 
-    /// Appends the records waiting to the log and unlocks the shard. Should the log
-    /// refuse them, the replies of the commands that made them become its error.
-    pub fn release(&mut self, server: &dyn Server, out: &mut Vec<u8>) {
+    /// Appends the records waiting to the log and unlocks the shard; returns the
+    /// log sequence the replies in `out` must wait for, from every batch this hold
+    /// appended. Should the log refuse the records, the replies of the commands that
+    /// made them become its error.
+    pub fn finish(mut self, server: &dyn Server, out: &mut Vec<u8>) -> Option<u64> {
         let mut end = out.len();
         self.release_at(server, out, &mut end);
+        self.durable
     }
 
     /// [`Held::release`], keeping `anchor` at the same place of the output (see

@@ -128,16 +128,15 @@ pub fn execute(
 ) -> Outcome {
     let mut held = Held::new(ks);
     let mut outcome = execute_held(server, ks, conn, out, argv, now_ms, &mut held);
-    held.release(server, out);
-    outcome.durable = outcome.durable.max(held.durable);
+    outcome.durable = outcome.durable.max(held.finish(server, out));
     outcome
 }
 
 /// [`execute`] for one of a run of pipelined commands: a command on the shard
 /// `held` keeps locked runs under it, and a plain command on one key leaves its shard
 /// and records there for the next (see [`Held`]). Anything else releases it first.
-/// The caller releases it before writing replies or waiting, and reads the log
-/// sequence to wait for from [`Held::durable`] then.
+/// The caller ends it with [`Held::finish`] before writing replies or waiting, which
+/// gives the log sequence those replies must wait for.
 pub fn execute_held<'a>(
     server: &'a dyn Server,
     ks: &'a Keyspace,
@@ -200,9 +199,12 @@ fn dispatch<'a>(
     start: &mut usize,
 ) -> Outcome {
     let resolved = resolve(server.registry(), argv);
+    // Read once for the checks below and for whether the shard may stay held.
+    let evicting = server.eviction().is_some_and(|e| e.enabled());
+    let loading = server.loading();
     let shard = match &resolved {
-        Ok(cmd) => holdable_shard(server, ks, conn, cmd, argv),
-        Err(_) => None,
+        Ok(cmd) if !evicting && !loading => holdable_shard(ks, conn, cmd, argv),
+        _ => None,
     };
     // What follows may lock shards (evictions, a rejected EXEC's UNWATCH, the
     // command itself): only a command on the shard held keeps it.
@@ -230,9 +232,8 @@ fn dispatch<'a>(
     }
     // Redis 7.0 evicts (and refuses what needs memory) right after the
     // authentication and ACL checks; nothing is evicted while the dataset loads.
-    conn.oom = server.eviction().is_some_and(|e| e.enabled())
-        && !server.loading()
-        && evict::perform_evictions(server, ks, now_ms) == evict::Evict::Fail;
+    conn.oom =
+        evicting && !loading && evict::perform_evictions(server, ks, now_ms) == evict::Evict::Fail;
     if conn.oom
         && evict::rejects_on_oom(
             cmd,
@@ -295,7 +296,7 @@ fn dispatch<'a>(
             reply_at: 0,
         };
     }
-    if server.loading() && !cmd.flags.contains(Flags::LOADING) {
+    if loading && !cmd.flags.contains(Flags::LOADING) {
         return reject(
             ks,
             conn,
@@ -314,14 +315,9 @@ fn dispatch<'a>(
 
 /// The shard of a command that may run under a [`Held`] shard and leave its own
 /// there: a plain read or write of one key at a fixed position, outside a
-/// transaction, while nothing may move values or evict between commands.
-fn holdable_shard(
-    server: &dyn Server,
-    ks: &Keyspace,
-    conn: &ConnState,
-    cmd: &Command,
-    argv: &[&[u8]],
-) -> Option<usize> {
+/// transaction. (The caller also rules out eviction and loading, and `run_in`
+/// values out of memory: nothing may move values between the commands.)
+fn holdable_shard(ks: &Keyspace, conn: &ConnState, cmd: &Command, argv: &[&[u8]]) -> Option<usize> {
     if cmd.handler.is_none()
         || !cmd.flags.intersects(Flags::READONLY | Flags::WRITE)
         || cmd.flags.intersects(
@@ -336,14 +332,7 @@ fn holdable_shard(
     {
         return None;
     }
-    let i = single_key_at(cmd)?;
-    let key = argv.get(i)?;
-    if server.loading()
-        || server.eviction().is_some_and(|e| e.enabled())
-        || strata_keyspace::value::cold_keys() > 0
-    {
-        return None;
-    }
+    let key = argv.get(single_key_at(cmd)?)?;
     Some(ks.shard_of(key))
 }
 
@@ -391,28 +380,9 @@ fn reject(
     Outcome::rejected(cmd)
 }
 
-/// Runs a resolved and checked command.
-pub fn run(
-    server: &dyn Server,
-    ks: &Keyspace,
-    conn: &mut ConnState,
-    out: &mut Vec<u8>,
-    cmd: &'static Command,
-    argv: &[&[u8]],
-    now_ms: u64,
-) -> Outcome {
-    let mut held = Held::new(ks);
-    let mut start = out.len();
-    let mut outcome = run_in(
-        server, ks, conn, out, cmd, argv, now_ms, None, &mut held, &mut start,
-    );
-    held.release(server, out);
-    outcome.durable = outcome.durable.max(held.durable);
-    outcome
-}
-
-/// [`run`]; `shard` is the command's shard if it may run under `held` and leave its
-/// shard there (see [`holdable_shard`]). `held` holds nothing or that shard.
+/// Runs a resolved and checked command. `shard` is the command's shard if it may run
+/// under `held` and leave its shard there (see [`holdable_shard`]); `held` holds
+/// nothing or that shard. `start` is where its reply begins in `out`.
 #[allow(clippy::too_many_arguments)]
 fn run_in<'a>(
     server: &'a dyn Server,
@@ -443,19 +413,21 @@ fn run_in<'a>(
         .no_touch
         .load(std::sync::atomic::Ordering::Relaxed)
         && cmd.name != "touch";
+    let tiering = strata_keyspace::value::cold_keys() > 0;
+    if tiering {
+        // Values left memory since the command was found holdable: the commands
+        // before it are logged before it may have to wait for values.
+        held.release_at(server, out, start);
+    }
     if held.shard().is_some() {
         keys.adopt(held);
     } else if let Err(busy) = lock_for(server, &mut keys, cmd, argv, shard) {
         ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
         return Outcome::rejected(Some(cmd));
     }
-    if strata_keyspace::value::cold_keys() > 0 {
+    if tiering {
         let cold = cold_values(server, ks, &mut keys, conn, cmd, argv, now_ms);
         if !cold.is_empty() {
-            if keys.records_len() > 0 {
-                // Records of the commands run before under a held shard.
-                keys.hand_over(held);
-            }
             if conn.fetch_cold {
                 return Outcome {
                     cmd: Some(cmd),
@@ -469,9 +441,6 @@ fn run_in<'a>(
                 };
             }
             if let Err(e) = tiered::warm_all(server, &mut keys, &cold) {
-                if keys.records_len() > 0 {
-                    keys.hand_over(held);
-                }
                 drop(keys);
                 ReplyWriter::new(out, conn.proto).error(&e.to_bytes());
                 return Outcome::rejected(Some(cmd));
@@ -522,7 +491,7 @@ fn run_in<'a>(
     };
     let reply = (keys.records_len() > adopted).then_some(*start..out.len());
     let mut durable = None;
-    if shard.is_some() && ready.is_empty() && conn.block.is_none() {
+    if shard.is_some() && !tiering && ready.is_empty() && conn.block.is_none() {
         // Its shard and records stay for the next command (see `Held`).
         held.ran(reply);
         keys.hand_over(held);
@@ -704,6 +673,8 @@ mod tests {
         conn: ConnState,
         out: Vec<u8>,
         held: Held<'a>,
+        /// What the last [`Held::finish`] said the replies wait for.
+        durable: Option<u64>,
     }
 
     impl<'a> Pipeline<'a> {
@@ -715,6 +686,7 @@ mod tests {
                 conn: ConnState::new(Arc::new(info), true),
                 out: Vec::new(),
                 held: Held::new(ks),
+                durable: None,
             }
         }
 
@@ -734,7 +706,8 @@ mod tests {
         }
 
         fn release(&mut self) -> String {
-            self.held.release(self.server, &mut self.out);
+            let held = std::mem::replace(&mut self.held, Held::new(self.ks));
+            self.durable = held.finish(self.server, &mut self.out);
             String::from_utf8_lossy(&std::mem::take(&mut self.out)).into_owned()
         }
     }
@@ -794,7 +767,7 @@ mod tests {
         );
         assert_eq!(server.batches.lock().len(), 3);
         // The batches released along the way; DEL's own is its outcome's.
-        assert_eq!(p.held.durable, Some(2));
+        assert_eq!(p.durable, Some(2));
     }
 
     #[test]

@@ -191,9 +191,7 @@ async fn run(
                         &clock,
                         &mut held,
                     );
-                    held.release(&**state, &mut out);
-                    note_durable(&mut durable, &held);
-                    drop(held);
+                    durable = durable.max(held.finish(&**state, &mut out).unwrap_or(0));
                     drop(refs);
                     conn.fetch_cold = true;
                     conn.refetched = false;
@@ -412,16 +410,8 @@ fn run_steps(
             next => break next,
         }
     };
-    held.release(state, out);
-    note_durable(durable, &held);
+    *durable = (*durable).max(held.finish(state, out).unwrap_or(0));
     next
-}
-
-/// Takes the log sequence a released [`Held`] says the replies must wait for.
-fn note_durable(durable: &mut u64, held: &Held) {
-    if let Some(n) = held.durable {
-        *durable = (*durable).max(n);
-    }
 }
 
 /// Parses and runs the request at the front of `inbuf`, if it is complete.
@@ -891,7 +881,7 @@ mod tests {
                     _ => panic!("unexpected step"),
                 }
             }
-            held.release(&*self.state, &mut self.out);
+            held.finish(&*self.state, &mut self.out);
             ran
         }
     }

@@ -5,7 +5,8 @@
 //! - `writes`: 32-byte keys, 1,024-byte values, for each fsync policy, with
 //!   one writer thread and with many; redb with `Durability::None` and
 //!   `Durability::Immediate` (one transaction per write) for comparison.
-//! - `reads`: random point reads of the keys written, one and two threads.
+//! - `reads`: random point reads of the keys written: a first pass on one
+//!   thread, then one and two threads.
 //! - `open`: time to open a store of 10,000,000 small keys, with and without
 //!   hint files.
 //! - `latency`: put and get p50/p99/p99.9 with and without a compaction running.
@@ -76,7 +77,11 @@ fn main() {
         let dir = PathBuf::from(std::env::var("STORE").expect("STORE names the store to reopen"));
         let start = Instant::now();
         let engine = Engine::open(&dir, strata_options(FsyncPolicy::Never)).expect("open");
-        println!("reopen: {} keys in {:.2} s", engine.stats().live_keys, start.elapsed().as_secs_f64());
+        println!(
+            "reopen: {} keys in {:.2} s",
+            engine.stats().live_keys,
+            start.elapsed().as_secs_f64()
+        );
     }
     if keep {
         println!("kept {}", tmp.keep().display());
@@ -203,6 +208,55 @@ fn strata_reads(engine: &Arc<Engine>, keys: u64, reads: u64, threads: u64) -> Du
     start.elapsed()
 }
 
+/// Length of one record of the workload: header, key and value.
+const RECORD_LEN: u64 = 32 + 32 + VALUE_LEN as u64;
+
+/// `reads` positioned reads of one record's length at random record-aligned
+/// offsets of the segment files in `dir` (the kernel's share of a read).
+fn bare_preads(dir: &Path, reads: u64) -> Duration {
+    use std::os::unix::fs::FileExt;
+    let files: Vec<(std::fs::File, u64)> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(|e| {
+            let path = e.expect("entry").path();
+            (path.extension()? == "seg").then_some(path)
+        })
+        .map(|path| {
+            let file = std::fs::File::open(&path).expect("open segment");
+            let records = file.metadata().expect("metadata").len() / RECORD_LEN;
+            (file, records)
+        })
+        .filter(|(_, records)| *records > 0)
+        .collect();
+    assert!(!files.is_empty(), "no segment files in {}", dir.display());
+    let mut buf = vec![0u8; RECORD_LEN as usize];
+    let mut rng = Rng(0x1234_5678);
+    let start = Instant::now();
+    for _ in 0..reads {
+        let (file, records) = &files[(rng.next() % files.len() as u64) as usize];
+        let at = rng.next() % records * RECORD_LEN;
+        file.read_exact_at(&mut buf, at).expect("pread");
+    }
+    start.elapsed()
+}
+
+/// `count` records' bytes appended to one file by 64 KiB positioned writes,
+/// without fsync (the kernel's share of the `Never` writes).
+fn bare_appends(dir: &Path, count: u64) -> Duration {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::create(dir.join("appends")).expect("create");
+    let chunk = vec![0x5au8; 64 << 10];
+    let total = count * RECORD_LEN;
+    let start = Instant::now();
+    let mut at = 0;
+    while at < total {
+        let len = chunk.len().min((total - at) as usize);
+        file.write_all_at(&chunk[..len], at).expect("pwrite");
+        at += len as u64;
+    }
+    start.elapsed()
+}
+
 fn redb_reads(db: &Arc<Database>, keys: u64, reads: u64, threads: u64) -> Duration {
     let start = Instant::now();
     let handles: Vec<_> = (0..threads)
@@ -255,12 +309,25 @@ fn writes_and_reads(config: &Config, writes: bool, reads: bool) {
         // Let the kernel write the dirty pages back first, so that the reads
         // are measured from the page cache without writeback competing.
         engine.sync().expect("sync");
+        // The first pass over pages just written also pays the kernel's
+        // bookkeeping of their first reads (moving them to the active list);
+        // the passes after it read from a settled page cache.
+        let elapsed = strata_reads(&engine, n, n, 1);
+        row("strata", "random read, first pass", 1, n, elapsed);
         let elapsed = strata_reads(&engine, n, n, 1);
         row("strata", "random read", 1, n, elapsed);
         let elapsed = strata_reads(&engine, n, n, 2);
         row("strata", "random read", 2, n, elapsed);
+        // The floor: the same number of record-sized positioned reads at random
+        // places in the same files, with nothing else around them.
+        let elapsed = bare_preads(&dir, n);
+        row("bare pread", "random read", 1, n, elapsed);
     }
     drop(engine);
+    if writes {
+        let elapsed = bare_appends(&fresh(config, "bare-appends"), n);
+        row("bare pwrite", "64 KiB appends", 1, n, elapsed);
+    }
 
     if writes {
         let dir = fresh(config, "strata-never-many");
@@ -300,8 +367,11 @@ fn writes_and_reads(config: &Config, writes: bool, reads: bool) {
     row("redb", "write, durability none", 1, n, elapsed);
     if reads {
         let mut txn = db.begin_write().expect("begin");
-        txn.set_durability(Durability::Immediate).expect("durability");
+        txn.set_durability(Durability::Immediate)
+            .expect("durability");
         txn.commit().expect("commit");
+        let elapsed = redb_reads(&db, n, n, 1);
+        row("redb", "random read, first pass", 1, n, elapsed);
         let elapsed = redb_reads(&db, n, n, 1);
         row("redb", "random read", 1, n, elapsed);
         let elapsed = redb_reads(&db, n, n, 2);

@@ -16,9 +16,11 @@ use crate::vfs::{OsVfs, Vfs};
 /// When appended records are made durable with fsync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FsyncPolicy {
-    /// Never fsync explicitly; the operating system writes back when it likes.
-    /// Records reach the OS when the write buffer fills and at least every
-    /// second. A crash of the machine may lose recent writes.
+    /// No writer waits for an fsync. Records reach the OS when the write
+    /// buffer fills and at least every second; the background thread fsyncs
+    /// the active segment each time it grows by an eighth of the segment size
+    /// (at most 32 MiB), and a sealed segment is fsynced. A crash of the
+    /// machine may lose recent writes.
     Never,
     /// A background thread fsyncs once a second: a crash loses at most about
     /// a second of writes.

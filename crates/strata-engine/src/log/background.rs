@@ -2,8 +2,10 @@
 //!
 //! Once a second the thread hands buffered records to the operating system
 //! (all policies), fsyncs them (`EverySecond`), and writes the hint files of
-//! segments sealed since its last round. It never holds the writer lock
-//! during an fsync, so appends and reads go on meanwhile.
+//! segments sealed since its last round. Under `Never` and `EverySecond` it is
+//! also woken to fsync each time the active segment has grown by a writeback
+//! step, so that a segment's rotation finds little left to write. It never
+//! holds the writer lock during an fsync, so appends and reads go on meanwhile.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -25,15 +27,16 @@ pub(super) fn spawn(shared: Arc<Shared>) -> Result<JoinHandle<()>> {
 
 fn run(shared: &Shared) {
     loop {
-        {
-            let mut stop = shared.wake_lock.lock();
-            if !*stop {
-                shared.wake.wait_for(&mut stop, INTERVAL);
+        let writeback = {
+            let mut wake = shared.wake_lock.lock();
+            if !wake.stop && !wake.writeback {
+                shared.wake.wait_for(&mut wake, INTERVAL);
             }
-            if *stop {
+            if wake.stop {
                 return;
             }
-        }
+            std::mem::take(&mut wake.writeback)
+        };
         if shared.poisoned.load(Ordering::Acquire) {
             continue;
         }
@@ -41,6 +44,11 @@ fn run(shared: &Shared) {
             FsyncPolicy::EverySecond => {
                 if let Err(e) = shared.sync_now() {
                     tracing::warn!(error = %e, "background fsync failed");
+                }
+            }
+            FsyncPolicy::Never if writeback => {
+                if let Err(e) = shared.sync_now() {
+                    tracing::warn!(error = %e, "background writeback failed");
                 }
             }
             FsyncPolicy::Never | FsyncPolicy::Always => {

@@ -179,6 +179,16 @@ struct SyncState {
     leader: bool,
 }
 
+/// Why the background thread was woken before its interval ran out.
+#[derive(Debug, Default)]
+pub(crate) struct Wake {
+    /// The log is closing: the thread exits.
+    pub stop: bool,
+    /// The active segment has grown by a writeback step since the last
+    /// request: the thread fsyncs it now (see [`Shared::writeback_step`]).
+    pub writeback: bool,
+}
+
 pub(crate) struct Shared {
     dir: PathBuf,
     options: LogOptions,
@@ -197,9 +207,9 @@ pub(crate) struct Shared {
     total_bytes: AtomicU64,
     /// Sealed segments whose hint files are still to be written.
     pending_hints: Mutex<Vec<SegmentId>>,
-    /// Wakes the background thread early (shutdown).
+    /// Wakes the background thread early (shutdown, writeback).
     wake: Condvar,
-    wake_lock: Mutex<bool>,
+    wake_lock: Mutex<Wake>,
     _lock: Box<dyn VfsLock>,
 }
 
@@ -311,6 +321,12 @@ impl Log {
                 }
                 tail.lsn
             };
+            if self.shared.options.fsync != FsyncPolicy::Always
+                && writer.len >= writer.writeback_at + self.shared.writeback_step()
+            {
+                writer.writeback_at = writer.len;
+                self.shared.request_writeback();
+            }
             self.shared
                 .total_bytes
                 .fetch_add(frame_len, Ordering::Relaxed);
@@ -465,8 +481,7 @@ impl Log {
             return Ok(());
         }
         {
-            let mut stop = self.shared.wake_lock.lock();
-            *stop = true;
+            self.shared.wake_lock.lock().stop = true;
             self.shared.wake.notify_all();
         }
         if let Some(handle) = self.background.lock().take() {
@@ -558,6 +573,7 @@ impl Shared {
         self.active_id.store(id.0, Ordering::Release);
         let sealed = std::mem::replace(&mut writer.active, next);
         writer.len = SEGMENT_HEADER_LEN as u64;
+        writer.writeback_at = writer.len;
         writer.records = 0;
         if self.options.write_hints {
             self.pending_hints.lock().push(sealed.id);
@@ -677,6 +693,21 @@ impl Shared {
             return Err(Error::Closed);
         }
         self.sync_now()
+    }
+
+    /// Bytes appended to the active segment between two fsyncs the background
+    /// thread makes on its own under `Never` and `EverySecond` (an eighth of a
+    /// segment, 64 KiB to 32 MiB). Without them a segment's bytes would wait in
+    /// the page cache until its rotation, whose fsync then stalls every writer
+    /// while the whole segment goes to the device.
+    fn writeback_step(&self) -> u64 {
+        (self.options.segment_size / 8).clamp(64 << 10, 32 << 20)
+    }
+
+    /// Wakes the background thread to fsync the active segment.
+    fn request_writeback(&self) {
+        self.wake_lock.lock().writeback = true;
+        self.wake.notify_one();
     }
 
     fn sync_now(&self) -> Result<()> {

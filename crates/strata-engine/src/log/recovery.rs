@@ -25,7 +25,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::scan::{self, ScanEnd, Scanned};
 use super::writer::{self, Tail, Writer};
-use super::{SegmentFile, Shared, SyncState};
+use super::{SegmentFile, Shared, SyncState, Wake};
 use crate::error::{Error, Result};
 use crate::hint;
 use crate::options::LogOptions;
@@ -216,7 +216,7 @@ pub(super) fn open(
         total_bytes: AtomicU64::new(total),
         pending_hints: Mutex::new(missing_hints),
         wake: Condvar::new(),
-        wake_lock: Mutex::new(false),
+        wake_lock: Mutex::new(Wake::default()),
         _lock: lock,
     })
 }

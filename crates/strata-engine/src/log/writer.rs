@@ -33,6 +33,8 @@ pub(crate) struct Writer {
     pub len: u64,
     /// Number of records in the active segment.
     pub records: u64,
+    /// `len` when the background thread was last asked to fsync the segment.
+    pub writeback_at: u64,
 }
 
 /// The state behind the tail lock: the write buffer.
@@ -88,6 +90,7 @@ impl Writer {
             active,
             len,
             records: 0,
+            writeback_at: len,
         }
     }
 

@@ -153,3 +153,53 @@ fn a_crash_at_any_step_of_compaction_keeps_the_data() {
     }
     assert!(finished, "compaction never completed");
 }
+
+/// Under `Never` nobody asks for an fsync, but a segment's bytes do not all wait
+/// for its rotation: each time the active segment grows by a writeback step (an
+/// eighth of a segment) the background thread fsyncs it, and what it synced
+/// survives a crash.
+#[test]
+fn never_writes_back_a_growing_segment_in_the_background() {
+    use std::time::{Duration, Instant};
+    let clock = ManualClock::new(1_000);
+    let options = |vfs: &SimVfs| {
+        sim_options(vfs, &clock)
+            .with_fsync(FsyncPolicy::Never)
+            .with_segment_size(1 << 20)
+    };
+    let vfs = SimVfs::new();
+    let engine = Engine::open(sim_dir(), options(&vfs)).unwrap();
+    let synced_at_open = vfs.syncs();
+    // 400 records of about 1 KiB: three steps of 128 KiB, no rotation.
+    let big = |i: u64| {
+        let mut v = value(i, 0);
+        v.resize(1_000, b'.');
+        v
+    };
+    for i in 0..400 {
+        engine.put(&key(i), &big(i)).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while vfs.syncs() == synced_at_open {
+        assert!(
+            Instant::now() < deadline,
+            "no fsync after three writeback steps"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Once that fsync has finished, a crash keeps at least the first step's
+    // records (128 KiB), whatever it cuts from the unsynced rest.
+    let first_step_survives = |seed: u64| {
+        let after = vfs.fork().crash(seed);
+        let engine = Engine::open(sim_dir(), options(&after)).unwrap();
+        (0..100).all(|i| engine.get(&key(i)).unwrap() == Some(big(i)))
+    };
+    while !(0..8).all(first_step_survives) {
+        assert!(
+            Instant::now() < deadline,
+            "the fsynced records did not survive"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(engine);
+}

@@ -324,12 +324,10 @@ fn writes_and_reads(config: &Config, writes: bool, reads: bool) {
         row("bare pread", "random read", 1, n, elapsed);
     }
     drop(engine);
+
     if writes {
         let elapsed = bare_appends(&fresh(config, "bare-appends"), n);
         row("bare pwrite", "64 KiB appends", 1, n, elapsed);
-    }
-
-    if writes {
         let dir = fresh(config, "strata-never-many");
         let engine =
             Arc::new(Engine::open(&dir, strata_options(FsyncPolicy::Never)).expect("open"));

@@ -98,6 +98,20 @@ impl Default for LogOptions {
 }
 
 impl LogOptions {
+    /// Bytes appended to the active segment between two fsyncs the background
+    /// thread makes on its own under `Never` and `EverySecond` (an eighth of a
+    /// segment, 64 KiB to 32 MiB); `u64::MAX` under `Always`. Without them a
+    /// segment's bytes would wait in the page cache until it is sealed, whose
+    /// fsync then stalls every writer while the whole segment goes to the device.
+    pub(crate) fn writeback_step(&self) -> u64 {
+        match self.fsync {
+            FsyncPolicy::Always => u64::MAX,
+            FsyncPolicy::Never | FsyncPolicy::EverySecond => {
+                (self.segment_size / 8).clamp(64 << 10, 32 << 20)
+            }
+        }
+    }
+
     /// Checks the options for consistency.
     pub fn validate(&self) -> Result<()> {
         if self.segment_size < 4096 || self.segment_size > u64::from(u32::MAX) {

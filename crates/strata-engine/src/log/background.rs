@@ -40,22 +40,14 @@ fn run(shared: &Shared) {
         if shared.poisoned.load(Ordering::Acquire) {
             continue;
         }
-        match shared.options.fsync {
-            FsyncPolicy::EverySecond => {
-                if let Err(e) = shared.sync_now() {
-                    tracing::warn!(error = %e, "background fsync failed");
-                }
+        if writeback || shared.options.fsync == FsyncPolicy::EverySecond {
+            if let Err(e) = shared.sync_now() {
+                tracing::warn!(error = %e, "background fsync failed");
             }
-            FsyncPolicy::Never if writeback => {
-                if let Err(e) = shared.sync_now() {
-                    tracing::warn!(error = %e, "background writeback failed");
-                }
-            }
-            FsyncPolicy::Never | FsyncPolicy::Always => {
-                let mut tail = shared.tail.lock();
-                if let Err(e) = tail.flush() {
-                    shared.poison(e, "write");
-                }
+        } else {
+            let mut tail = shared.tail.lock();
+            if let Err(e) = tail.flush() {
+                shared.poison(e, "write");
             }
         }
         shared.write_pending_hints();

@@ -185,7 +185,7 @@ pub(crate) struct Wake {
     /// The log is closing: the thread exits.
     pub stop: bool,
     /// The active segment has grown by a writeback step since the last
-    /// request: the thread fsyncs it now (see [`Shared::writeback_step`]).
+    /// request: the thread fsyncs it now (see [`LogOptions::writeback_step`]).
     pub writeback: bool,
 }
 
@@ -321,10 +321,7 @@ impl Log {
                 }
                 tail.lsn
             };
-            if self.shared.options.fsync != FsyncPolicy::Always
-                && writer.len >= writer.writeback_at + self.shared.writeback_step()
-            {
-                writer.writeback_at = writer.len;
+            if writer.writeback_due() {
                 self.shared.request_writeback();
             }
             self.shared
@@ -571,10 +568,7 @@ impl Shared {
         self.segments.write().insert(id, next.clone());
         self.tail.lock().segment = next.clone();
         self.active_id.store(id.0, Ordering::Release);
-        let sealed = std::mem::replace(&mut writer.active, next);
-        writer.len = SEGMENT_HEADER_LEN as u64;
-        writer.writeback_at = writer.len;
-        writer.records = 0;
+        let sealed = writer.start(next);
         if self.options.write_hints {
             self.pending_hints.lock().push(sealed.id);
         }
@@ -693,15 +687,6 @@ impl Shared {
             return Err(Error::Closed);
         }
         self.sync_now()
-    }
-
-    /// Bytes appended to the active segment between two fsyncs the background
-    /// thread makes on its own under `Never` and `EverySecond` (an eighth of a
-    /// segment, 64 KiB to 32 MiB). Without them a segment's bytes would wait in
-    /// the page cache until its rotation, whose fsync then stalls every writer
-    /// while the whole segment goes to the device.
-    fn writeback_step(&self) -> u64 {
-        (self.options.segment_size / 8).clamp(64 << 10, 32 << 20)
     }
 
     /// Wakes the background thread to fsync the active segment.

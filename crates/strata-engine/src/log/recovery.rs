@@ -202,7 +202,7 @@ pub(super) fn open(
 
     Ok(Shared {
         dir: dir.to_path_buf(),
-        writer: Mutex::new(Writer::new(active.clone())),
+        writer: Mutex::new(Writer::new(active.clone(), options.writeback_step())),
         tail: Mutex::new(Tail::new(active)),
         active_id: AtomicU64::new(active_id.0),
         options,

@@ -33,8 +33,11 @@ pub(crate) struct Writer {
     pub len: u64,
     /// Number of records in the active segment.
     pub records: u64,
-    /// `len` when the background thread was last asked to fsync the segment.
-    pub writeback_at: u64,
+    /// `len` at which the background thread is next asked to fsync the segment.
+    writeback_at: u64,
+    /// Growth between two such requests; `u64::MAX` for none (`Always`, whose
+    /// writers fsync every record themselves).
+    writeback_step: u64,
 }
 
 /// The state behind the tail lock: the write buffer.
@@ -84,14 +87,34 @@ impl Tail {
 }
 
 impl Writer {
-    pub fn new(active: Arc<SegmentFile>) -> Writer {
+    pub fn new(active: Arc<SegmentFile>, writeback_step: u64) -> Writer {
         let len = active.flushed.load(Ordering::Acquire);
         Writer {
             active,
             len,
             records: 0,
-            writeback_at: len,
+            writeback_at: len.saturating_add(writeback_step),
+            writeback_step,
         }
+    }
+
+    /// Makes `next` (new, holding only its header) the active segment; returns the
+    /// one it replaces.
+    pub fn start(&mut self, next: Arc<SegmentFile>) -> Arc<SegmentFile> {
+        self.len = SEGMENT_HEADER_LEN as u64;
+        self.records = 0;
+        self.writeback_at = self.len.saturating_add(self.writeback_step);
+        std::mem::replace(&mut self.active, next)
+    }
+
+    /// Whether the active segment has grown by a writeback step since this last
+    /// said so (see [`crate::options::LogOptions::writeback_step`]).
+    pub fn writeback_due(&mut self) -> bool {
+        if self.len < self.writeback_at {
+            return false;
+        }
+        self.writeback_at = self.len.saturating_add(self.writeback_step);
+        true
     }
 
     /// The encoded length of appending `entries` (one record, or a batch frame).

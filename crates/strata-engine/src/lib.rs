@@ -68,11 +68,11 @@
 //! - [`FsyncPolicy::Always`]: before the write returns. Concurrent writers
 //!   share fsyncs (group commit); readers never wait for them.
 //! - [`FsyncPolicy::EverySecond`]: within about a second.
-//! - [`FsyncPolicy::Never`]: when the operating system writes it back, when
-//!   its segment is sealed, at [`Engine::sync`] / [`Engine::close`], or at
-//!   the latest once its segment has grown by an eighth after it (up to
-//!   32 MiB): the background thread then fsyncs the segment, so that sealing
-//!   it finds little left to write.
+//! - [`FsyncPolicy::Never`]: when the operating system writes it back, at
+//!   [`Engine::sync`] / [`Engine::close`], when its segment is sealed, or
+//!   once the segment has grown past it by an eighth of the segment size (at
+//!   most 32 MiB): the background thread then fsyncs the segment, so that
+//!   sealing it finds little left to write.
 //!
 //! After a crash the store reopens to a prefix of the acknowledged history:
 //! a torn last record is truncated (and logged), batches are all or

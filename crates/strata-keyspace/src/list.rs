@@ -251,6 +251,9 @@ impl List {
         if self.limit.room_for(self.nodes.get(0), value.len()) {
             self.edit(0, |p| p.push_front(value));
         } else {
+            // The head node keeps free room for pushes (see `Pack::push_front`);
+            // it is no longer the head.
+            self.edit(0, Pack::trim);
             self.insert_node(0, Pack::from_iter([value]));
         }
         self.len += 1;
@@ -838,6 +841,34 @@ mod tests {
             let node = l.nodes.get(i);
             assert_eq!(node.heap_size(), node.bytes_len(), "node {i}");
         }
+    }
+
+    #[test]
+    fn only_the_head_node_keeps_room_for_pushes() {
+        let mut l = List::default();
+        for i in 0..10_000 {
+            l.push_front(format!("element:{i}").as_bytes());
+        }
+        l.check();
+        assert!(l.node_count() > 10);
+        let head = l.nodes.get(0);
+        assert!(head.heap_size() - head.bytes_len() <= 2048 + 16);
+        for i in 1..l.node_count() {
+            let node = l.nodes.get(i);
+            assert_eq!(node.heap_size(), node.bytes_len(), "node {i}");
+        }
+        // Popping the head node down leaves at most as much room as elements.
+        for i in (0..10_000).rev().take(150) {
+            assert_eq!(l.pop_front(), Some(format!("element:{i}").into_bytes()));
+            let head = l.nodes.get(0);
+            assert!(head.heap_size() - head.bytes_len() <= head.bytes_len().max(2048 + 16));
+        }
+        l.check();
+        let want: Vec<Vec<u8>> = (0..10_000 - 150)
+            .rev()
+            .map(|i| format!("element:{i}").into_bytes())
+            .collect();
+        assert_eq!(l.iter().map(<[u8]>::to_vec).collect::<Vec<_>>(), want);
     }
 
     #[test]

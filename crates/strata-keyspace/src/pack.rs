@@ -15,7 +15,7 @@
 //! Two framings ([`Frame`]):
 //!
 //! - [`Both`] (`Pack`): elements end with their back size and the pack keeps its
-//!   element count beside the buffer (24 bytes). Lists use it: RPOP and LINDEX -1 on
+//!   element count and the size of its free room beside the buffer (24 bytes). Lists use it: RPOP and LINDEX -1 on
 //!   a node of 8 KiB walk from the end, and index operations skip whole nodes by
 //!   their counts.
 //! - [`Forward`] ([`ForwardPack`]): no back sizes and no count (16 bytes). Hashes and
@@ -27,16 +27,23 @@
 //!   with the store's location of its record (see `db::Entry`). A forward pack
 //!   still walks backwards when asked, by scanning from its front (O(n) a step).
 //!
-//! The buffer is always exactly as long as its contents, as Redis's listpack is: every
-//! change reallocates it to its new size (in place while the allocator's size class
-//! allows, which is most of the time), so a pack is 24 bytes (pointer, length, count)
-//! and never holds spare capacity. Changes in the middle move the bytes after them
-//! (`memmove`), which is why callers bound a pack's size (Redis's
-//! `list-max-listpack-size` and friends).
+//! The buffer is as long as its contents, as Redis's listpack is: every change
+//! reallocates it to its new size (in place while the allocator's size class allows,
+//! which is most of the time), and a pack never holds spare capacity at its end.
+//! Changes in the middle move the bytes after them (`memmove`), which is why callers
+//! bound a pack's size (Redis's `list-max-listpack-size` and friends). One exception,
+//! for lists (framing `Both`): a pack of [`GAP_MIN`] bytes or more keeps free room
+//! before its first element while elements are pushed or popped there, so that a
+//! hot list's head node is not moved whole by every LPUSH or LPOP, as a listpack is
+//! (see [`Pack::push_front`], [`Pack::pop_front`]). Any other change gives the room
+//! up; a list gives it up too when the node stops being its head.
 //!
 //! # Invariants
 //!
-//! - `buf` is exactly a concatenation of well-formed elements and `len` counts them.
+//! - `buf` is free room (`count.front()` bytes, framing `Both` only) followed by
+//!   exactly a concatenation of well-formed elements, and `len` counts them.
+//! - The room is at most what one push needs plus [`GAP_MAX`], or at most as large
+//!   as the elements after it (pops).
 //! - Offsets handed out by [`Pack::offset_of`] are element starts, valid until the
 //!   next change.
 
@@ -49,26 +56,46 @@ pub trait Frame: Clone + Default + PartialEq + Eq {
     type Count: Count;
 }
 
-/// An element count kept beside a pack's buffer, or none.
+/// What a pack keeps beside its buffer: the element count and where the elements
+/// start (the free room before them), or neither.
 pub trait Count: Copy + Default + PartialEq + Eq {
+    /// Whether the buffer may start with free room (see [`Pack::push_front`]).
+    const GAP: bool;
     /// The count, if kept.
     fn get(self) -> Option<usize>;
     /// Sets the count (a no-op if none is kept).
     fn set(&mut self, n: usize);
+    /// Where the first element starts in the buffer (0 without a gap).
+    fn front(self) -> usize;
+    /// Sets where the first element starts; `at` fits in 32 bits (a no-op without a
+    /// gap, where it is always 0).
+    fn set_front(&mut self, at: usize);
 }
 
-/// A kept count.
+/// A kept count, and the size of the free room at the buffer's front.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
-pub struct Kept(u32);
+pub struct Kept {
+    n: u32,
+    front: u32,
+}
 
 impl Count for Kept {
+    const GAP: bool = true;
     #[inline]
     fn get(self) -> Option<usize> {
-        Some(self.0 as usize)
+        Some(self.n as usize)
     }
     #[inline]
     fn set(&mut self, n: usize) {
-        self.0 = n as u32;
+        self.n = n as u32;
+    }
+    #[inline]
+    fn front(self) -> usize {
+        self.front as usize
+    }
+    #[inline]
+    fn set_front(&mut self, at: usize) {
+        self.front = at as u32;
     }
 }
 
@@ -77,12 +104,19 @@ impl Count for Kept {
 pub struct Walked;
 
 impl Count for Walked {
+    const GAP: bool = false;
     #[inline]
     fn get(self) -> Option<usize> {
         None
     }
     #[inline]
     fn set(&mut self, _n: usize) {}
+    #[inline]
+    fn front(self) -> usize {
+        0
+    }
+    #[inline]
+    fn set_front(&mut self, _at: usize) {}
 }
 
 /// Back sizes and a kept count (lists).
@@ -104,11 +138,28 @@ impl Frame for Forward {
 }
 
 /// A packed sequence of byte strings, framed as `F` says.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct Pack<F: Frame = Both> {
+    /// Free room (framing `Both` only: `count.front()` bytes), then the elements.
     buf: Box<[u8]>,
     count: F::Count,
 }
+
+/// Packs are equal when their elements are, whatever room they keep.
+impl<F: Frame> PartialEq for Pack<F> {
+    fn eq(&self, other: &Self) -> bool {
+        self.data() == other.data() && self.count.get() == other.count.get()
+    }
+}
+
+impl<F: Frame> Eq for Pack<F> {}
+
+/// Below this many bytes of elements a pack keeps no room at its front: moving its
+/// bytes costs less than the room would.
+const GAP_MIN: usize = 512;
+
+/// At most this much room is made at a pack's front beyond what one push needs.
+const GAP_MAX: usize = 2048;
 
 /// A pack walked from its front only, without a kept count (see the module docs).
 pub type ForwardPack = Pack<Forward>;
@@ -180,6 +231,12 @@ impl<F: Frame> Pack<F> {
         Self::default()
     }
 
+    /// The elements' bytes (the buffer past its free room).
+    #[inline]
+    fn data(&self) -> &[u8] {
+        &self.buf[self.count.front()..]
+    }
+
     /// Applies `f` to the kept count, if there is one.
     #[inline]
     fn recount(&mut self, f: impl FnOnce(usize) -> usize) {
@@ -227,21 +284,22 @@ impl<F: Frame> Pack<F> {
     pub fn len(&self) -> usize {
         match self.count.get() {
             Some(n) => n,
-            None => self.count_between(0, self.buf.len()),
+            None => self.count_between(0, self.bytes_len()),
         }
     }
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.bytes_len() == 0
     }
 
     /// Bytes of encoded data.
+    #[inline]
     pub fn bytes_len(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.count.front()
     }
 
-    /// Bytes allocated.
+    /// Bytes allocated (with the free room at the front).
     pub fn heap_size(&self) -> usize {
         self.buf.len()
     }
@@ -250,13 +308,14 @@ impl<F: Frame> Pack<F> {
     /// or a walk from 0 reaches), and the offset just past it.
     #[inline]
     pub fn element_at(&self, at: usize) -> (&[u8], usize) {
-        let (n, h) = read_varint(&self.buf, at);
+        let data = self.data();
+        let (n, h) = read_varint(data, at);
         let start = at + h;
         let end = start + n;
         if Self::BACK {
-            (&self.buf[start..end], end + varint_len(h + n))
+            (&data[start..end], end + varint_len(h + n))
         } else {
-            (&self.buf[start..end], end)
+            (&data[start..end], end)
         }
     }
 
@@ -266,7 +325,7 @@ impl<F: Frame> Pack<F> {
     #[inline]
     fn start_before(&self, from: usize, end: usize) -> usize {
         if Self::BACK {
-            let (size, b) = read_back(&self.buf, end);
+            let (size, b) = read_back(self.data(), end);
             return end - b - size;
         }
         let mut at = from;
@@ -279,15 +338,39 @@ impl<F: Frame> Pack<F> {
         }
     }
 
-    /// Applies `f` to the buffer as a vector with room for `extra` more bytes, then
-    /// gives the buffer back its exact size.
+    /// Applies `f` to the elements' bytes as a vector with room for `extra` more
+    /// bytes, then gives the buffer back its exact size (without free room).
     #[inline]
     fn edit<R>(&mut self, extra: usize, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let mut buf = std::mem::take(&mut self.buf).into_vec();
+        let front = self.count.front();
+        if front > 0 {
+            buf.drain(..front);
+            self.count.set_front(0);
+        }
+        buf.reserve_exact(extra);
+        let r = f(&mut buf);
+        self.buf = buf.into_boxed_slice();
+        r
+    }
+
+    /// Like [`Pack::edit`] for a change at the end, which keeps the free room at
+    /// the front: `f` sees the whole buffer, room included.
+    #[inline]
+    fn edit_back<R>(&mut self, extra: usize, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         let mut buf = std::mem::take(&mut self.buf).into_vec();
         buf.reserve_exact(extra);
         let r = f(&mut buf);
         self.buf = buf.into_boxed_slice();
         r
+    }
+
+    /// Gives up the free room at the front, if any: the buffer becomes exactly as
+    /// long as its elements.
+    pub fn trim(&mut self) {
+        if self.count.front() > 0 {
+            self.edit(0, |_| ());
+        }
     }
 
     pub fn push_back(&mut self, bytes: &[u8]) {
@@ -296,12 +379,63 @@ impl<F: Frame> Pack<F> {
 
     /// Appends one element made of `parts`, concatenated.
     pub fn push_back_parts(&mut self, parts: &[&[u8]]) {
-        self.edit(Self::encoded_len_of(parts), |buf| Self::encode(buf, parts));
+        self.edit_back(Self::encoded_len_of(parts), |buf| Self::encode(buf, parts));
         self.recount(|n| n + 1);
     }
 
+    /// Puts `bytes` first. A small pack moves its bytes up, as Redis's listpack
+    /// does; a pack of [`GAP_MIN`] bytes or more (a long list's head node) keeps
+    /// free room before its first element and writes the new one there, so a run
+    /// of LPUSHes moves the node's bytes only when the room runs out: it is then
+    /// made a quarter of the node's size (at most [`GAP_MAX`]), so the bytes moved
+    /// per push stay a few times the element's size instead of the whole node.
     pub fn push_front(&mut self, bytes: &[u8]) {
-        self.insert_at_offset(0, &[bytes]);
+        let size = Self::encoded_len(bytes.len());
+        if !F::Count::GAP || (self.count.front() < size && self.bytes_len() < GAP_MIN) {
+            self.insert_at_offset(0, &[bytes]);
+            return;
+        }
+        if self.count.front() < size {
+            let room = size + (self.bytes_len() / 4).min(GAP_MAX);
+            if u32::try_from(room).is_err() {
+                self.insert_at_offset(0, &[bytes]);
+                return;
+            }
+            let mut buf = Vec::with_capacity(room + self.bytes_len());
+            buf.resize(room, 0);
+            buf.extend_from_slice(self.data());
+            self.buf = buf.into_boxed_slice();
+            self.count.set_front(room);
+        }
+        let at = self.count.front() - size;
+        Self::encode_into(&mut self.buf[at..at + size], bytes);
+        self.count.set_front(at);
+        self.recount(|n| n + 1);
+    }
+
+    /// Writes the element holding `bytes` into `out`, exactly its encoded size.
+    fn encode_into(out: &mut [u8], bytes: &[u8]) {
+        let mut at = 0;
+        let mut n = bytes.len();
+        while n >= 0x80 {
+            out[at] = (n as u8 & 0x7f) | 0x80;
+            n >>= 7;
+            at += 1;
+        }
+        out[at] = n as u8;
+        at += 1;
+        out[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+        if Self::BACK {
+            let h = varint_len(bytes.len()) + bytes.len();
+            let k = varint_len(h);
+            for i in (0..k).rev() {
+                let chunk = ((h >> (7 * i)) & 0x7f) as u8;
+                out[at] = if i == k - 1 { chunk } else { chunk | 0x80 };
+                at += 1;
+            }
+        }
+        debug_assert_eq!(at, out.len());
     }
 
     /// Inserts an element made of `parts` at byte offset `at` (an element start or
@@ -316,13 +450,23 @@ impl<F: Frame> Pack<F> {
         self.recount(|n| n + 1);
     }
 
+    /// Takes the first element. A pack of [`GAP_MIN`] bytes or more (with its free
+    /// room) only moves its front past it, until the room outgrows the elements
+    /// left; the pack is then cut back to its elements, so the bytes moved stay
+    /// proportional to the bytes popped.
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
         if self.is_empty() {
             return None;
         }
         let (e, next) = self.element_at(0);
         let v = e.to_vec();
-        self.edit(0, |buf| drop(buf.drain(..next)));
+        let front = self.count.front() + next;
+        let left = self.buf.len() - front;
+        if F::Count::GAP && self.buf.len() >= GAP_MIN && left >= front {
+            self.count.set_front(front);
+        } else {
+            self.edit(0, |buf| drop(buf.drain(..next)));
+        }
         self.recount(|n| n - 1);
         Some(v)
     }
@@ -331,10 +475,17 @@ impl<F: Frame> Pack<F> {
         if self.is_empty() {
             return None;
         }
-        let start = self.start_before(0, self.buf.len());
+        let start = self.start_before(0, self.bytes_len());
         let (e, _) = self.element_at(start);
         let v = e.to_vec();
-        self.edit(0, |buf| buf.truncate(start));
+        let cut = self.count.front() + start;
+        if start == 0 {
+            // The last element: give the whole buffer back.
+            self.buf = Box::default();
+            self.count.set_front(0);
+        } else {
+            self.edit_back(0, |buf| buf.truncate(cut));
+        }
         self.recount(|n| n - 1);
         Some(v)
     }
@@ -344,7 +495,7 @@ impl<F: Frame> Pack<F> {
     }
 
     pub fn last(&self) -> Option<&[u8]> {
-        (!self.is_empty()).then(|| self.element_at(self.start_before(0, self.buf.len())).0)
+        (!self.is_empty()).then(|| self.element_at(self.start_before(0, self.bytes_len())).0)
     }
 
     /// The byte offset of element `index`, walking from the nearer end (from the
@@ -353,12 +504,12 @@ impl<F: Frame> Pack<F> {
         if !Self::BACK {
             let mut at = 0;
             for _ in 0..index {
-                if at >= self.buf.len() {
+                if at >= self.bytes_len() {
                     return None;
                 }
                 at = self.element_at(at).1;
             }
-            return (at < self.buf.len()).then_some(at);
+            return (at < self.bytes_len()).then_some(at);
         }
         let len = self.len();
         if index >= len {
@@ -371,7 +522,7 @@ impl<F: Frame> Pack<F> {
             }
             Some(at)
         } else {
-            let mut end = self.buf.len();
+            let mut end = self.bytes_len();
             for _ in 0..(len - index) {
                 end = self.start_before(0, end);
             }
@@ -429,7 +580,7 @@ impl<F: Frame> Pack<F> {
             return;
         };
         let (mut end, mut removed) = (start, 0);
-        while removed < count && end < self.buf.len() {
+        while removed < count && end < self.bytes_len() {
             end = self.element_at(end).1;
             removed += 1;
         }
@@ -439,18 +590,19 @@ impl<F: Frame> Pack<F> {
 
     /// Keeps the elements for which `keep` is true, in one pass.
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
-        let mut out = Vec::with_capacity(self.buf.len());
+        let mut out = Vec::with_capacity(self.bytes_len());
         let mut kept = 0;
         let mut at = 0;
-        while at < self.buf.len() {
+        while at < self.bytes_len() {
             let (e, next) = self.element_at(at);
             if keep(e) {
-                out.extend_from_slice(&self.buf[at..next]);
+                out.extend_from_slice(&self.data()[at..next]);
                 kept += 1;
             }
             at = next;
         }
         self.buf = out.into_boxed_slice();
+        self.count.set_front(0);
         self.count.set(kept);
     }
 
@@ -475,7 +627,7 @@ impl<F: Frame> Pack<F> {
 
     /// Appends every element of `other`.
     pub fn append(&mut self, other: &Self) {
-        self.edit(other.buf.len(), |buf| buf.extend_from_slice(&other.buf));
+        self.edit_back(other.bytes_len(), |buf| buf.extend_from_slice(other.data()));
         let added = other.count.get().unwrap_or(0);
         self.recount(|n| n + added);
     }
@@ -486,7 +638,7 @@ impl<F: Frame> Pack<F> {
         Iter {
             pack: self,
             front: 0,
-            back: self.buf.len(),
+            back: self.bytes_len(),
             remaining: self.count.get(),
         }
     }

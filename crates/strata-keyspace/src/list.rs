@@ -242,6 +242,9 @@ impl List {
         if self.limit.room_for(self.nodes.get(last), value.len()) {
             self.edit(last, |p| p.push_back(value));
         } else {
+            // The tail node keeps free room for pushes (see `Pack::push_back_parts`);
+            // it is no longer the tail.
+            self.edit(last, Pack::trim);
             self.insert_node(last + 1, Pack::from_iter([value]));
         }
         self.len += 1;
@@ -830,17 +833,41 @@ mod tests {
     }
 
     #[test]
-    fn nodes_hold_no_spare_capacity() {
+    fn only_the_tail_node_keeps_room_for_pushes() {
         let mut l = List::default();
         for i in 0..10_000 {
             l.push_back(format!("element:{i}").as_bytes());
         }
         l.check();
-        // Every node, the last one where pushes go included, has an exact allocation.
-        for i in 0..l.node_count() {
+        // Every node but the last one, where pushes go, has an exact allocation.
+        let last = l.node_count() - 1;
+        for i in 0..last {
             let node = l.nodes.get(i);
             assert_eq!(node.heap_size(), node.bytes_len(), "node {i}");
         }
+        let tail = l.nodes.get(last);
+        assert!(tail.heap_size() - tail.bytes_len() <= 2048 + 16);
+        for i in (0..10_000).rev().take(150) {
+            assert_eq!(l.pop_back(), Some(format!("element:{i}").into_bytes()));
+            let tail = l.nodes.get(l.node_count() - 1);
+            assert!(tail.heap_size() - tail.bytes_len() <= tail.bytes_len().max(2048 + 16));
+        }
+        l.check();
+        let want: Vec<Vec<u8>> = (0..10_000 - 150)
+            .map(|i| format!("element:{i}").into_bytes())
+            .collect();
+        assert_eq!(l.iter().map(<[u8]>::to_vec).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn a_small_list_holds_no_spare_capacity() {
+        let mut l = List::default();
+        for i in 0..20 {
+            l.push_back(format!("element:{i}").as_bytes());
+            l.push_front(format!("element:{i}").as_bytes());
+        }
+        let node = l.nodes.get(0);
+        assert_eq!(node.heap_size(), node.bytes_len());
     }
 
     #[test]

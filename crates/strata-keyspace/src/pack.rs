@@ -29,21 +29,23 @@
 //!
 //! The buffer is as long as its contents, as Redis's listpack is: every change
 //! reallocates it to its new size (in place while the allocator's size class allows,
-//! which is most of the time), and a pack never holds spare capacity at its end.
-//! Changes in the middle move the bytes after them (`memmove`), which is why callers
-//! bound a pack's size (Redis's `list-max-listpack-size` and friends). One exception,
-//! for lists (framing `Both`): a pack of [`GAP_MIN`] bytes or more keeps free room
-//! before its first element while elements are pushed or popped there, so that a
-//! hot list's head node is not moved whole by every LPUSH or LPOP, as a listpack is
-//! (see [`Pack::push_front`], [`Pack::pop_front`]). Any other change gives the room
-//! up; a list gives it up too when the node stops being its head.
+//! which is most of the time). Changes in the middle move the bytes after them
+//! (`memmove`), which is why callers bound a pack's size (Redis's
+//! `list-max-listpack-size` and friends). One exception, for lists (framing `Both`):
+//! a pack of [`ROOM_MIN`] bytes or more keeps free room before its first element
+//! while elements are pushed or popped there, and after its last one likewise, so
+//! that a hot list's head node is not moved whole by every LPUSH or LPOP, nor its
+//! tail node reallocated by every RPUSH (see [`Pack::push_front`],
+//! [`Pack::pop_front`]). Any other change gives the room up; a list gives it up
+//! too when a node stops being its head or tail.
 //!
 //! # Invariants
 //!
-//! - `buf` is free room (`count.front()` bytes, framing `Both` only) followed by
-//!   exactly a concatenation of well-formed elements, and `len` counts them.
-//! - The room is at most what one push needs plus [`GAP_MAX`], or at most as large
-//!   as the elements after it (pops).
+//! - `buf` is free room (`count.front()` bytes), exactly a concatenation of
+//!   well-formed elements, and free room (`count.back()` bytes); `len` counts the
+//!   elements. Only framing `Both` has room.
+//! - Room is at most [`ROOM_LIMIT`] bytes at each end: at most what one push needed
+//!   plus [`ROOM_MAX`], or, after pops, at most the size of the elements left.
 //! - Offsets handed out by [`Pack::offset_of`] are element starts, valid until the
 //!   next change.
 
@@ -56,31 +58,39 @@ pub trait Frame: Clone + Default + PartialEq + Eq {
     type Count: Count;
 }
 
-/// What a pack keeps beside its buffer: the element count and where the elements
-/// start (the free room before them), or neither.
+/// What a pack keeps beside its buffer: the element count and the free room at
+/// either end of the buffer, or none of them.
 pub trait Count: Copy + Default + PartialEq + Eq {
-    /// Whether the buffer may start with free room (see [`Pack::push_front`]).
-    const GAP: bool;
+    /// Whether the buffer may have free room at its ends (see [`Pack::push_front`]).
+    const ROOM: bool;
     /// The count, if kept.
     fn get(self) -> Option<usize>;
     /// Sets the count (a no-op if none is kept).
     fn set(&mut self, n: usize);
-    /// Where the first element starts in the buffer (0 without a gap).
+    /// Free bytes before the first element (0 without room).
     fn front(self) -> usize;
-    /// Sets where the first element starts; `at` fits in 32 bits (a no-op without a
-    /// gap, where it is always 0).
-    fn set_front(&mut self, at: usize);
+    /// Free bytes after the last element (0 without room).
+    fn back(self) -> usize;
+    /// Sets the free bytes before the first element: at most [`ROOM_LIMIT`]
+    /// (a no-op without room, where there are none).
+    fn set_front(&mut self, n: usize);
+    /// Sets the free bytes after the last element, as `set_front`.
+    fn set_back(&mut self, n: usize);
 }
 
-/// A kept count, and the size of the free room at the buffer's front.
+/// The most free room a pack keeps at either end.
+pub const ROOM_LIMIT: usize = u16::MAX as usize;
+
+/// A kept count, and the free room at each end of the buffer.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct Kept {
     n: u32,
-    front: u32,
+    front: u16,
+    back: u16,
 }
 
 impl Count for Kept {
-    const GAP: bool = true;
+    const ROOM: bool = true;
     #[inline]
     fn get(self) -> Option<usize> {
         Some(self.n as usize)
@@ -94,8 +104,18 @@ impl Count for Kept {
         self.front as usize
     }
     #[inline]
-    fn set_front(&mut self, at: usize) {
-        self.front = at as u32;
+    fn back(self) -> usize {
+        self.back as usize
+    }
+    #[inline]
+    fn set_front(&mut self, n: usize) {
+        debug_assert!(n <= ROOM_LIMIT);
+        self.front = n as u16;
+    }
+    #[inline]
+    fn set_back(&mut self, n: usize) {
+        debug_assert!(n <= ROOM_LIMIT);
+        self.back = n as u16;
     }
 }
 
@@ -104,7 +124,7 @@ impl Count for Kept {
 pub struct Walked;
 
 impl Count for Walked {
-    const GAP: bool = false;
+    const ROOM: bool = false;
     #[inline]
     fn get(self) -> Option<usize> {
         None
@@ -116,7 +136,13 @@ impl Count for Walked {
         0
     }
     #[inline]
-    fn set_front(&mut self, _at: usize) {}
+    fn back(self) -> usize {
+        0
+    }
+    #[inline]
+    fn set_front(&mut self, _n: usize) {}
+    #[inline]
+    fn set_back(&mut self, _n: usize) {}
 }
 
 /// Back sizes and a kept count (lists).
@@ -140,7 +166,8 @@ impl Frame for Forward {
 /// A packed sequence of byte strings, framed as `F` says.
 #[derive(Clone, Default)]
 pub struct Pack<F: Frame = Both> {
-    /// Free room (framing `Both` only: `count.front()` bytes), then the elements.
+    /// Free room (`count.front()` bytes, framing `Both` only), the elements, free
+    /// room (`count.back()` bytes).
     buf: Box<[u8]>,
     count: F::Count,
 }
@@ -154,12 +181,12 @@ impl<F: Frame> PartialEq for Pack<F> {
 
 impl<F: Frame> Eq for Pack<F> {}
 
-/// Below this many bytes of elements a pack keeps no room at its front: moving its
+/// Below this many bytes a pack keeps no free room: moving or reallocating its
 /// bytes costs less than the room would.
-const GAP_MIN: usize = 512;
+const ROOM_MIN: usize = 512;
 
-/// At most this much room is made at a pack's front beyond what one push needs.
-const GAP_MAX: usize = 2048;
+/// At most this much room is made at an end beyond what one push needs.
+const ROOM_MAX: usize = 2048;
 
 /// A pack walked from its front only, without a kept count (see the module docs).
 pub type ForwardPack = Pack<Forward>;
@@ -231,10 +258,10 @@ impl<F: Frame> Pack<F> {
         Self::default()
     }
 
-    /// The elements' bytes (the buffer past its free room).
+    /// The elements' bytes (the buffer without its free room).
     #[inline]
     fn data(&self) -> &[u8] {
-        &self.buf[self.count.front()..]
+        &self.buf[self.count.front()..self.buf.len() - self.count.back()]
     }
 
     /// Applies `f` to the kept count, if there is one.
@@ -296,10 +323,10 @@ impl<F: Frame> Pack<F> {
     /// Bytes of encoded data.
     #[inline]
     pub fn bytes_len(&self) -> usize {
-        self.buf.len() - self.count.front()
+        self.buf.len() - self.count.front() - self.count.back()
     }
 
-    /// Bytes allocated (with the free room at the front).
+    /// Bytes allocated (with the free room).
     pub fn heap_size(&self) -> usize {
         self.buf.len()
     }
@@ -343,7 +370,11 @@ impl<F: Frame> Pack<F> {
     #[inline]
     fn edit<R>(&mut self, extra: usize, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         let mut buf = std::mem::take(&mut self.buf).into_vec();
-        let front = self.count.front();
+        let (front, back) = (self.count.front(), self.count.back());
+        if back > 0 {
+            buf.truncate(buf.len() - back);
+            self.count.set_back(0);
+        }
         if front > 0 {
             buf.drain(..front);
             self.count.set_front(0);
@@ -355,68 +386,103 @@ impl<F: Frame> Pack<F> {
     }
 
     /// Like [`Pack::edit`] for a change at the end, which keeps the free room at
-    /// the front: `f` sees the whole buffer, room included.
+    /// the front: `f` sees the buffer up to the last element, that room included.
     #[inline]
     fn edit_back<R>(&mut self, extra: usize, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         let mut buf = std::mem::take(&mut self.buf).into_vec();
+        let back = self.count.back();
+        if back > 0 {
+            buf.truncate(buf.len() - back);
+            self.count.set_back(0);
+        }
         buf.reserve_exact(extra);
         let r = f(&mut buf);
         self.buf = buf.into_boxed_slice();
         r
     }
 
-    /// Gives up the free room at the front, if any: the buffer becomes exactly as
-    /// long as its elements.
+    /// Gives up the free room, if any: the buffer becomes exactly as long as its
+    /// elements.
     pub fn trim(&mut self) {
-        if self.count.front() > 0 {
+        if self.count.front() > 0 || self.count.back() > 0 {
             self.edit(0, |_| ());
         }
+    }
+
+    /// The room to make for a push of `size` bytes at an end that has too little:
+    /// none for a small pack (its bytes move, as a listpack's do), else the push
+    /// and a quarter of the elements' size (at most [`ROOM_MAX`]); none if that
+    /// would pass [`ROOM_LIMIT`].
+    #[inline]
+    fn room_for(&self, size: usize) -> Option<usize> {
+        if !F::Count::ROOM || self.bytes_len() < ROOM_MIN {
+            return None;
+        }
+        let room = size + (self.bytes_len() / 4).min(ROOM_MAX);
+        (room <= ROOM_LIMIT).then_some(room)
     }
 
     pub fn push_back(&mut self, bytes: &[u8]) {
         self.push_back_parts(&[bytes]);
     }
 
-    /// Appends one element made of `parts`, concatenated.
+    /// Appends one element made of `parts`, concatenated. Like
+    /// [`Pack::push_front`], a big pack writes it into free room kept after its
+    /// last element, so a run of RPUSHes reallocates only when that runs out.
     pub fn push_back_parts(&mut self, parts: &[&[u8]]) {
-        self.edit_back(Self::encoded_len_of(parts), |buf| Self::encode(buf, parts));
+        let size = Self::encoded_len_of(parts);
+        let back = self.count.back();
+        if back < size {
+            let Some(room) = self.room_for(size) else {
+                self.edit_back(size, |buf| Self::encode(buf, parts));
+                self.recount(|n| n + 1);
+                return;
+            };
+            let end = self.buf.len() - back;
+            let mut buf = Vec::with_capacity(end + room);
+            buf.extend_from_slice(&self.buf[..end]);
+            buf.resize(end + room, 0);
+            self.buf = buf.into_boxed_slice();
+            self.count.set_back(room);
+        }
+        let back = self.count.back();
+        let at = self.buf.len() - back;
+        Self::encode_into(&mut self.buf[at..at + size], parts);
+        self.count.set_back(back - size);
         self.recount(|n| n + 1);
     }
 
     /// Puts `bytes` first. A small pack moves its bytes up, as Redis's listpack
-    /// does; a pack of [`GAP_MIN`] bytes or more (a long list's head node) keeps
+    /// does; a pack of [`ROOM_MIN`] bytes or more (a long list's head node) keeps
     /// free room before its first element and writes the new one there, so a run
     /// of LPUSHes moves the node's bytes only when the room runs out: it is then
-    /// made a quarter of the node's size (at most [`GAP_MAX`]), so the bytes moved
+    /// made a quarter of the node's size (at most [`ROOM_MAX`]), so the bytes moved
     /// per push stay a few times the element's size instead of the whole node.
     pub fn push_front(&mut self, bytes: &[u8]) {
         let size = Self::encoded_len(bytes.len());
-        if !F::Count::GAP || (self.count.front() < size && self.bytes_len() < GAP_MIN) {
-            self.insert_at_offset(0, &[bytes]);
-            return;
-        }
         if self.count.front() < size {
-            let room = size + (self.bytes_len() / 4).min(GAP_MAX);
-            if u32::try_from(room).is_err() {
+            let Some(room) = self.room_for(size) else {
                 self.insert_at_offset(0, &[bytes]);
                 return;
-            }
-            let mut buf = Vec::with_capacity(room + self.bytes_len());
+            };
+            let front = self.count.front();
+            let mut buf = Vec::with_capacity(room + self.buf.len() - front);
             buf.resize(room, 0);
-            buf.extend_from_slice(self.data());
+            buf.extend_from_slice(&self.buf[front..]);
             self.buf = buf.into_boxed_slice();
             self.count.set_front(room);
         }
         let at = self.count.front() - size;
-        Self::encode_into(&mut self.buf[at..at + size], bytes);
+        Self::encode_into(&mut self.buf[at..at + size], &[bytes]);
         self.count.set_front(at);
         self.recount(|n| n + 1);
     }
 
-    /// Writes the element holding `bytes` into `out`, exactly its encoded size.
-    fn encode_into(out: &mut [u8], bytes: &[u8]) {
+    /// Writes the element made of `parts` into `out`, exactly its encoded size.
+    fn encode_into(out: &mut [u8], parts: &[&[u8]]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
         let mut at = 0;
-        let mut n = bytes.len();
+        let mut n = len;
         while n >= 0x80 {
             out[at] = (n as u8 & 0x7f) | 0x80;
             n >>= 7;
@@ -424,10 +490,12 @@ impl<F: Frame> Pack<F> {
         }
         out[at] = n as u8;
         at += 1;
-        out[at..at + bytes.len()].copy_from_slice(bytes);
-        at += bytes.len();
+        for p in parts {
+            out[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
         if Self::BACK {
-            let h = varint_len(bytes.len()) + bytes.len();
+            let h = varint_len(len) + len;
             let k = varint_len(h);
             for i in (0..k).rev() {
                 let chunk = ((h >> (7 * i)) & 0x7f) as u8;
@@ -450,10 +518,17 @@ impl<F: Frame> Pack<F> {
         self.recount(|n| n + 1);
     }
 
-    /// Takes the first element. A pack of [`GAP_MIN`] bytes or more (with its free
+    /// Whether a pop may leave `room` free bytes at one end of a buffer with
+    /// `left` bytes of elements: a big pack keeps room up to the size of what is
+    /// left, so the bytes it moves stay proportional to the bytes popped.
+    #[inline]
+    fn keeps_room(&self, room: usize, left: usize) -> bool {
+        F::Count::ROOM && self.buf.len() >= ROOM_MIN && room <= left && room <= ROOM_LIMIT
+    }
+
+    /// Takes the first element. A pack of [`ROOM_MIN`] bytes or more (with its free
     /// room) only moves its front past it, until the room outgrows the elements
-    /// left; the pack is then cut back to its elements, so the bytes moved stay
-    /// proportional to the bytes popped.
+    /// left; the pack is then cut back to its elements.
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
         if self.is_empty() {
             return None;
@@ -461,8 +536,7 @@ impl<F: Frame> Pack<F> {
         let (e, next) = self.element_at(0);
         let v = e.to_vec();
         let front = self.count.front() + next;
-        let left = self.buf.len() - front;
-        if F::Count::GAP && self.buf.len() >= GAP_MIN && left >= front {
+        if self.keeps_room(front, self.bytes_len() - next) {
             self.count.set_front(front);
         } else {
             self.edit(0, |buf| drop(buf.drain(..next)));
@@ -471,6 +545,8 @@ impl<F: Frame> Pack<F> {
         Some(v)
     }
 
+    /// Takes the last element, keeping free room after the elements as
+    /// [`Pack::pop_front`] keeps it before them.
     pub fn pop_back(&mut self) -> Option<Vec<u8>> {
         if self.is_empty() {
             return None;
@@ -478,12 +554,16 @@ impl<F: Frame> Pack<F> {
         let start = self.start_before(0, self.bytes_len());
         let (e, _) = self.element_at(start);
         let v = e.to_vec();
-        let cut = self.count.front() + start;
+        let back = self.count.back() + self.bytes_len() - start;
         if start == 0 {
             // The last element: give the whole buffer back.
             self.buf = Box::default();
             self.count.set_front(0);
+            self.count.set_back(0);
+        } else if self.keeps_room(back, start) {
+            self.count.set_back(back);
         } else {
+            let cut = self.count.front() + start;
             self.edit_back(0, |buf| buf.truncate(cut));
         }
         self.recount(|n| n - 1);
@@ -603,6 +683,7 @@ impl<F: Frame> Pack<F> {
         }
         self.buf = out.into_boxed_slice();
         self.count.set_front(0);
+        self.count.set_back(0);
         self.count.set(kept);
     }
 
@@ -785,6 +866,48 @@ mod tests {
         parts.push_back_parts(&[b"ab", b"", b"cde"]);
         parts.insert_parts(0, &[b"x", b"y"]);
         assert_eq!(parts.iter().collect::<Vec<_>>(), [&b"xy"[..], b"abcde"]);
+    }
+
+    #[test]
+    fn room_at_either_end_stays_bounded_and_invisible() {
+        let mut p = Pack::<Both>::new();
+        let mut m: VecDeque<Vec<u8>> = VecDeque::new();
+        let check = |p: &Pack<Both>, m: &VecDeque<Vec<u8>>| {
+            let got: Vec<&[u8]> = p.iter().collect();
+            let want: Vec<&[u8]> = m.iter().map(Vec::as_slice).collect();
+            assert_eq!(got, want);
+            assert_eq!(p.len(), m.len());
+            let room = p.heap_size() - p.bytes_len();
+            assert!(room <= 2 * ROOM_LIMIT, "room {room}");
+            let exact: Pack<Both> = m.iter().collect();
+            assert_eq!(p, &exact);
+        };
+        for i in 0..200u32 {
+            let e = vec![i as u8; 40 + i as usize % 7];
+            if i % 2 == 0 {
+                p.push_front(&e);
+                m.push_front(e);
+            } else {
+                p.push_back(&e);
+                m.push_back(e);
+            }
+        }
+        assert!(p.heap_size() > p.bytes_len(), "a big pack keeps room");
+        check(&p, &m);
+        // Elements bigger than the room can ever be go through the exact paths.
+        let big = vec![7u8; ROOM_LIMIT + 10];
+        p.push_front(&big);
+        m.push_front(big.clone());
+        p.push_back(&big);
+        m.push_back(big);
+        check(&p, &m);
+        while !m.is_empty() {
+            assert_eq!(p.pop_front(), m.pop_front());
+            check(&p, &m);
+            assert_eq!(p.pop_back(), m.pop_back());
+            check(&p, &m);
+        }
+        assert_eq!(p.heap_size(), 0);
     }
 
     #[derive(Debug, Clone)]

@@ -15,9 +15,9 @@
 //! Two framings ([`Frame`]):
 //!
 //! - [`Both`] (`Pack`): elements end with their back size and the pack keeps its
-//!   element count and the size of its free room beside the buffer (24 bytes). Lists use it: RPOP and LINDEX -1 on
-//!   a node of 8 KiB walk from the end, and index operations skip whole nodes by
-//!   their counts.
+//!   element count and the sizes of its free room beside the buffer (24 bytes).
+//!   Lists use it: RPOP and LINDEX -1 on a node of 8 KiB walk from the end, and
+//!   index operations skip whole nodes by their counts.
 //! - [`Forward`] ([`ForwardPack`]): no back sizes and no count (16 bytes). Hashes and
 //!   sorted sets use it: they are read front to back, and are small (Redis's
 //!   `*-max-listpack-entries`), so counting means a walk of at most a few hundred
@@ -183,10 +183,10 @@ impl<F: Frame> Eq for Pack<F> {}
 
 /// Below this many bytes a pack keeps no free room: moving or reallocating its
 /// bytes costs less than the room would.
-const ROOM_MIN: usize = 512;
+pub const ROOM_MIN: usize = 512;
 
 /// At most this much room is made at an end beyond what one push needs.
-const ROOM_MAX: usize = 2048;
+pub const ROOM_MAX: usize = 2048;
 
 /// A pack walked from its front only, without a kept count (see the module docs).
 pub type ForwardPack = Pack<Forward>;

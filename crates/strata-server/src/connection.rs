@@ -121,7 +121,7 @@ async fn run(
     // The last log batch whose durability the replies in `out` wait for.
     let mut durable: u64 = 0;
     loop {
-        if info.is_killed() || *shutdown.borrow() {
+        if info.is_killed() || state.is_shutting_down() {
             return Ok(());
         }
         if inbuf.capacity() - inbuf.len() < 1024 {
@@ -132,13 +132,12 @@ async fn run(
         let n = tokio::select! {
             r = stream.read_buf(&mut inbuf) => r?,
             _ = wake.notified() => {
-                // Messages from other clients, or a kill.
+                // Messages from other clients, a kill, or shutdown.
                 if !deliver_mail(state, stream, &info, &wake, &mut out).await? {
                     return Ok(());
                 }
                 continue;
             }
-            _ = shutdown.changed() => return Ok(()),
             _ = sleep_or_never(idle_limit) => {
                 tracing::debug!("closing idle client {}", info.id);
                 return Ok(());
@@ -616,14 +615,18 @@ async fn wait_durable(state: &ServerState, durable: &mut u64) -> std::io::Result
         return Ok(());
     }
     let n = std::mem::take(durable);
-    if let Some(p) = state.persist.load_full() {
-        if p.fsync() == crate::config::Appendfsync::Always {
-            if !p.is_synced(n) {
-                p.wait_synced(n).await.map_err(std::io::Error::other)?;
-            }
-        } else {
+    // A guard for the common case (no clone of the `Arc`, whose count every I/O
+    // thread would write in turn); the wait for an fsync holds a clone instead.
+    let waits = match state.persist.load().as_ref() {
+        None => return Ok(()),
+        Some(p) if p.fsync() == crate::config::Appendfsync::Always => !p.is_synced(n),
+        Some(p) => {
             p.flush_to(n).map_err(std::io::Error::other)?;
+            false
         }
+    };
+    if waits && let Some(p) = state.persist.load_full() {
+        p.wait_synced(n).await.map_err(std::io::Error::other)?;
     }
     Ok(())
 }

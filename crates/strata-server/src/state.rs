@@ -27,6 +27,8 @@ pub struct ServerState {
     active_expire: AtomicBool,
     /// Flips to true when the server must shut down.
     shutdown_tx: watch::Sender<bool>,
+    /// Set once shutdown begins, before `shutdown_tx` says so (see `begin_shutdown`).
+    shutting_down: AtomicBool,
     pub started: Instant,
     pub started_ms: u64,
     pub run_id: String,
@@ -106,6 +108,7 @@ impl ServerState {
             connected: AtomicUsize::new(0),
             active_expire: AtomicBool::new(true),
             shutdown_tx,
+            shutting_down: AtomicBool::new(false),
             started: Instant::now(),
             started_ms: unix_ms(),
             run_id,
@@ -191,13 +194,26 @@ impl ServerState {
         self.shutdown_tx.subscribe()
     }
 
+    /// Whether shutdown has begun: one load of a flag that only changes once, which
+    /// a connection reads between requests (reading the watch channel takes its
+    /// lock, a cache line every I/O thread would write on every request).
+    #[inline]
     pub fn is_shutting_down(&self) -> bool {
-        *self.shutdown_tx.borrow()
+        self.shutting_down.load(Ordering::Acquire)
     }
 
+    /// Starts shutting down: stops scripts, tells the listeners and waiting clients
+    /// (the watch channel), and wakes every connection, which then sees the flag.
     pub fn begin_shutdown(&self) {
         self.scripting.kill_all();
+        self.shutting_down.store(true, Ordering::Release);
         self.shutdown_tx.send_replace(true);
+        // A connection registered after this snapshot reads the flag before its
+        // first request.
+        let clients: Vec<Arc<ClientInfo>> = self.clients.lock().values().cloned().collect();
+        for client in clients {
+            client.wake();
+        }
     }
 
     /// Reacts to configuration directives changed at run time.

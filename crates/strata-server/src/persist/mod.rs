@@ -785,7 +785,10 @@ impl Persistence {
                 *list = None;
             }
         }
-        let Some(engine) = self.engine.load_full() else {
+        // A guard, not a clone: cloning the `Arc` writes its count, a cache line
+        // every I/O thread would then take in turn on every write.
+        let engine = self.engine.load();
+        let Some(engine) = engine.as_ref() else {
             return Err("MISCONF the store is closed".into());
         };
         if let Err(e) = engine.write_located(batch, locations) {
@@ -823,7 +826,8 @@ impl Persistence {
             return Ok(());
         }
         let target = self.appended.load(Ordering::Acquire);
-        let Some(engine) = self.engine.load_full() else {
+        let engine = self.engine.load();
+        let Some(engine) = engine.as_ref() else {
             return Err("MISCONF the store is closed".into());
         };
         match engine.flush() {

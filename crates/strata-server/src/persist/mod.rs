@@ -38,7 +38,7 @@ pub mod replay;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
@@ -223,9 +223,6 @@ pub struct Persistence {
     failed: AtomicBool,
     /// The error write commands get while the log cannot be written.
     error: Mutex<Option<String>>,
-    /// Bytes appended since opening, for the automatic compaction trigger between
-    /// two readings of the engine's size.
-    pub appended_bytes: AtomicI64,
     /// Wakes the syncer (a durable reply is waiting, or shutdown).
     wake: (Mutex<bool>, Condvar),
     /// Tells waiting connections a sync completed.
@@ -327,7 +324,6 @@ impl Persistence {
             fsync: AtomicU8::new(fsync_code(fsync)),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
-            appended_bytes: AtomicI64::new(0),
             wake: (Mutex::new(false), Condvar::new()),
             synced_notify: tokio::sync::Notify::new(),
             stats,
@@ -681,8 +677,6 @@ impl Persistence {
             listed,
             locations,
         } = scratch;
-        // Per record: the batch operation whose location the keyspace lists.
-        let mut bytes = 0usize;
         let map = self.map.load();
         // A copy of the map, made by the first record that changes it.
         let mut changed: Option<DbMap> = None;
@@ -698,13 +692,13 @@ impl Persistence {
                 .to_be_bytes();
             // The engine key, `namespace ‖ key`, written straight into the batch.
             let key: [&[u8]; 2] = [&ns, &r.key];
+            // The batch operation whose location the keyspace lists, if any.
             let mut list = None;
             match &r.kind {
                 RecordKind::Put { value, expires_at } => {
                     let meta = WriteMeta::new()
                         .with_version(version)
                         .with_expiry(*expires_at);
-                    bytes += r.key.len() + value.len();
                     list = Some(batch.len());
                     batch.put_parts(&key, value, meta);
                 }
@@ -712,7 +706,6 @@ impl Persistence {
                     let meta = WriteMeta::new()
                         .with_version(version)
                         .with_expiry(*expires_at);
-                    bytes += r.key.len() + op.len();
                     list = Some(batch.len());
                     batch.merge_parts(&key, op, meta);
                 }
@@ -720,12 +713,10 @@ impl Persistence {
                     // The engine sees to its own keys' old values; the keyspace's
                     // keys get a tombstone before their first operation.
                     if index.is_external(&key.concat()) {
-                        bytes += r.key.len();
                         batch.delete_parts(&key, WriteMeta::new().with_version(version));
                     }
                 }
                 RecordKind::Delete => {
-                    bytes += r.key.len();
                     batch.delete_parts(&key, WriteMeta::new().with_version(version));
                 }
                 RecordKind::FlushDb => {
@@ -807,8 +798,6 @@ impl Persistence {
         if dead && !pending {
             self.reap_dead_namespaces();
         }
-        self.appended_bytes
-            .fetch_add(bytes as i64, Ordering::Relaxed);
         let n = self.appended.fetch_add(1, Ordering::AcqRel) + 1;
         if self.fsync.load(Ordering::Relaxed) == fsync_code(Appendfsync::Always) {
             self.kick();

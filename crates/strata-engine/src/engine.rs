@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
+use smallvec::SmallVec;
 
 use crate::batch::{WriteBatch, WriteMeta};
 use crate::clock::Clock;
@@ -27,7 +28,7 @@ use crate::compaction::{self, CompactionReport};
 use crate::error::{Error, Result};
 use crate::index::{Change, Index, KeyEntry, Slot};
 use crate::keydir::Keydir;
-use crate::log::{Entry, Log, Record};
+use crate::log::{Entries, Entry, Log, Record};
 use crate::merge::MergeOperator;
 use crate::options::{CompactionTrigger, Options};
 use crate::rebuild;
@@ -109,7 +110,7 @@ struct Op<'a> {
     meta: WriteMeta,
 }
 
-fn batch_ops(batch: &WriteBatch) -> Vec<Op<'_>> {
+fn batch_ops(batch: &WriteBatch) -> SmallVec<[Op<'_>; 4]> {
     batch
         .ops
         .iter()
@@ -594,7 +595,7 @@ impl Inner {
     fn write_ops(&self, ops: &[Op<'_>], located: Option<&mut Vec<Location>>) -> Result<u64> {
         // Which entry is each op's own record (a merge may follow a tombstone the
         // caller did not ask for).
-        let own = std::cell::RefCell::new(Vec::new());
+        let own = std::cell::RefCell::new(SmallVec::<[usize; 4]>::new());
         let want = located.is_some();
         self.log.append_planned(
             |out| {
@@ -622,7 +623,12 @@ impl Inner {
 
     /// Chooses the records for `ops`. Runs under the log's writer lock.
     /// With `own`, pushes there the index in `out` of each op's own record.
-    fn plan<'a>(&self, ops: &[Op<'a>], out: &mut Vec<Entry<'a>>, mut own: Option<&mut Vec<usize>>) {
+    fn plan<'a>(
+        &self,
+        ops: &[Op<'a>],
+        out: &mut Entries<'a>,
+        mut own: Option<&mut SmallVec<[usize; 4]>>,
+    ) {
         // Only merges need the time; puts and deletes never read the clock.
         let mut now = None;
         // The expiry of keys written earlier in this batch (`None`: deleted).

@@ -82,6 +82,13 @@ pub struct Entry<'a> {
     pub expires_at: u64,
 }
 
+/// The records of one append, as [`Log::append_planned`] gathers them: a few
+/// are kept inline.
+pub type Entries<'a> = smallvec::SmallVec<[Entry<'a>; 4]>;
+
+/// The locations of one append's records (inline for a few).
+pub type Locations = smallvec::SmallVec<[Location; 4]>;
+
 /// A record read back from the log, owning its bytes.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Record {
@@ -293,11 +300,13 @@ impl Log {
     /// only changes under that lock (such as an index updated by `apply`).
     pub fn append_planned<'e, R>(
         &self,
-        plan: impl FnOnce(&mut Vec<Entry<'e>>),
+        plan: impl FnOnce(&mut Entries<'e>),
         apply: impl FnOnce(&[Entry<'e>], &[Location]) -> R,
     ) -> Result<R> {
-        let mut entries = Vec::new();
-        let mut locations = Vec::new();
+        // On the stack for the usual few records: an append allocates nothing of
+        // its own.
+        let mut entries = Entries::new();
+        let mut locations = Locations::new();
         let (result, lsn) = {
             let mut writer = self.shared.writer.lock();
             self.shared.check_writable()?;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
-use crate::log::{Entry, SegmentFile};
+use crate::log::{Entry, Locations, SegmentFile};
 use crate::record::{self, HEADER_LEN, Kind, MAX_RECORD_LEN};
 use crate::segment::{self, Location, SEGMENT_HEADER_LEN, SegmentId};
 use crate::vfs::{OpenMode, Vfs, write_all_at};
@@ -158,7 +158,7 @@ impl Writer {
         tail: &mut Tail,
         entries: &[Entry<'_>],
         frame_len: u64,
-        locations: &mut Vec<Location>,
+        locations: &mut Locations,
     ) {
         let segment = self.active.id;
         let base = self.len;

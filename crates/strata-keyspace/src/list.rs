@@ -832,31 +832,54 @@ mod tests {
         l.check();
     }
 
-    #[test]
-    fn only_the_tail_node_keeps_room_for_pushes() {
+    /// Pushes 10,000 elements at one end, then pops 150 from it: only the node at
+    /// that end keeps room (at most one push and `ROOM_MAX`, after pops at most the
+    /// size of its elements), and the elements stay in order.
+    fn room_only_at_the_end_pushed(front: bool) {
+        let element = |i: usize| format!("element:{i}").into_bytes();
         let mut l = List::default();
         for i in 0..10_000 {
-            l.push_back(format!("element:{i}").as_bytes());
+            if front {
+                l.push_front(&element(i));
+            } else {
+                l.push_back(&element(i));
+            }
         }
         l.check();
-        // Every node but the last one, where pushes go, has an exact allocation.
-        let last = l.node_count() - 1;
-        for i in 0..last {
+        assert!(l.node_count() > 10);
+        let end = if front { 0 } else { l.node_count() - 1 };
+        for i in 0..l.node_count() {
             let node = l.nodes.get(i);
-            assert_eq!(node.heap_size(), node.bytes_len(), "node {i}");
+            if i == end {
+                assert!(node.heap_size() - node.bytes_len() <= pack::ROOM_MAX + 16);
+            } else {
+                assert_eq!(node.heap_size(), node.bytes_len(), "node {i}");
+            }
         }
-        let tail = l.nodes.get(last);
-        assert!(tail.heap_size() - tail.bytes_len() <= 2048 + 16);
         for i in (0..10_000).rev().take(150) {
-            assert_eq!(l.pop_back(), Some(format!("element:{i}").into_bytes()));
-            let tail = l.nodes.get(l.node_count() - 1);
-            assert!(tail.heap_size() - tail.bytes_len() <= tail.bytes_len().max(2048 + 16));
+            let popped = if front { l.pop_front() } else { l.pop_back() };
+            assert_eq!(popped, Some(element(i)));
+            let node = l.nodes.get(if front { 0 } else { l.node_count() - 1 });
+            assert!(
+                node.heap_size() - node.bytes_len() <= node.bytes_len().max(pack::ROOM_MAX + 16)
+            );
         }
         l.check();
-        let want: Vec<Vec<u8>> = (0..10_000 - 150)
-            .map(|i| format!("element:{i}").into_bytes())
-            .collect();
+        let mut want: Vec<Vec<u8>> = (0..10_000 - 150).map(element).collect();
+        if front {
+            want.reverse();
+        }
         assert_eq!(l.iter().map(<[u8]>::to_vec).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn only_the_tail_node_keeps_room_for_pushes() {
+        room_only_at_the_end_pushed(false);
+    }
+
+    #[test]
+    fn only_the_head_node_keeps_room_for_pushes() {
+        room_only_at_the_end_pushed(true);
     }
 
     #[test]
@@ -868,34 +891,6 @@ mod tests {
         }
         let node = l.nodes.get(0);
         assert_eq!(node.heap_size(), node.bytes_len());
-    }
-
-    #[test]
-    fn only_the_head_node_keeps_room_for_pushes() {
-        let mut l = List::default();
-        for i in 0..10_000 {
-            l.push_front(format!("element:{i}").as_bytes());
-        }
-        l.check();
-        assert!(l.node_count() > 10);
-        let head = l.nodes.get(0);
-        assert!(head.heap_size() - head.bytes_len() <= 2048 + 16);
-        for i in 1..l.node_count() {
-            let node = l.nodes.get(i);
-            assert_eq!(node.heap_size(), node.bytes_len(), "node {i}");
-        }
-        // Popping the head node down leaves at most as much room as elements.
-        for i in (0..10_000).rev().take(150) {
-            assert_eq!(l.pop_front(), Some(format!("element:{i}").into_bytes()));
-            let head = l.nodes.get(0);
-            assert!(head.heap_size() - head.bytes_len() <= head.bytes_len().max(2048 + 16));
-        }
-        l.check();
-        let want: Vec<Vec<u8>> = (0..10_000 - 150)
-            .rev()
-            .map(|i| format!("element:{i}").into_bytes())
-            .collect();
-        assert_eq!(l.iter().map(<[u8]>::to_vec).collect::<Vec<_>>(), want);
     }
 
     #[test]

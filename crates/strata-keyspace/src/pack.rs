@@ -200,12 +200,16 @@ fn varint_len(mut n: usize) -> usize {
     k
 }
 
-fn write_varint(out: &mut Vec<u8>, mut n: usize) {
+/// Writes `n` as a LEB128 varint at the start of `out`; returns the bytes used.
+fn write_varint(out: &mut [u8], mut n: usize) -> usize {
+    let mut at = 0;
     while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
+        out[at] = (n as u8 & 0x7f) | 0x80;
         n >>= 7;
+        at += 1;
     }
-    out.push(n as u8);
+    out[at] = n as u8;
+    at + 1
 }
 
 /// Reads a LEB128 varint at `at`; returns (value, bytes used).
@@ -226,13 +230,15 @@ fn read_varint(buf: &[u8], at: usize) -> (usize, usize) {
 
 /// Writes `n` so that it can be read backwards from its last byte: most significant
 /// seven bits first, and every byte but the first flagged, so a reader walking back
-/// stops at the byte without the flag.
-fn write_back(out: &mut Vec<u8>, n: usize) {
+/// stops at the byte without the flag. Writes at the start of `out`; returns the
+/// bytes used.
+fn write_back(out: &mut [u8], n: usize) -> usize {
     let k = varint_len(n);
-    for i in (0..k).rev() {
+    for (at, i) in (0..k).rev().enumerate() {
         let chunk = ((n >> (7 * i)) & 0x7f) as u8;
-        out.push(if i == k - 1 { chunk } else { chunk | 0x80 });
+        out[at] = if i == k - 1 { chunk } else { chunk | 0x80 };
     }
+    k
 }
 
 /// Reads a backwards varint ending just before `end`; returns (value, bytes used).
@@ -296,14 +302,9 @@ impl<F: Frame> Pack<F> {
 
     /// Appends to `out` one element made of `parts`, concatenated.
     fn encode(out: &mut Vec<u8>, parts: &[&[u8]]) {
-        let len = parts.iter().map(|p| p.len()).sum();
-        write_varint(out, len);
-        for p in parts {
-            out.extend_from_slice(p);
-        }
-        if Self::BACK {
-            write_back(out, varint_len(len) + len);
-        }
+        let start = out.len();
+        out.resize(start + Self::encoded_len_of(parts), 0);
+        Self::encode_into(&mut out[start..], parts);
     }
 
     /// Number of elements: kept, or counted by walking the pack (O(n)).
@@ -369,31 +370,31 @@ impl<F: Frame> Pack<F> {
     /// bytes, then gives the buffer back its exact size (without free room).
     #[inline]
     fn edit<R>(&mut self, extra: usize, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-        let mut buf = std::mem::take(&mut self.buf).into_vec();
-        let (front, back) = (self.count.front(), self.count.back());
-        if back > 0 {
-            buf.truncate(buf.len() - back);
-            self.count.set_back(0);
-        }
-        if front > 0 {
-            buf.drain(..front);
-            self.count.set_front(0);
-        }
-        buf.reserve_exact(extra);
-        let r = f(&mut buf);
-        self.buf = buf.into_boxed_slice();
-        r
+        self.edit_with(false, extra, f)
     }
 
     /// Like [`Pack::edit`] for a change at the end, which keeps the free room at
     /// the front: `f` sees the buffer up to the last element, that room included.
     #[inline]
     fn edit_back<R>(&mut self, extra: usize, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        self.edit_with(true, extra, f)
+    }
+
+    /// [`Pack::edit`] and [`Pack::edit_back`]: the room at the back is always given
+    /// up, the room at the front unless `keep_front`.
+    #[inline]
+    fn edit_with<R>(
+        &mut self,
+        keep_front: bool,
+        extra: usize,
+        f: impl FnOnce(&mut Vec<u8>) -> R,
+    ) -> R {
         let mut buf = std::mem::take(&mut self.buf).into_vec();
-        let back = self.count.back();
-        if back > 0 {
-            buf.truncate(buf.len() - back);
-            self.count.set_back(0);
+        buf.truncate(buf.len() - self.count.back());
+        self.count.set_back(0);
+        if !keep_front {
+            buf.drain(..self.count.front());
+            self.count.set_front(0);
         }
         buf.reserve_exact(extra);
         let r = f(&mut buf);
@@ -422,6 +423,18 @@ impl<F: Frame> Pack<F> {
         (room <= ROOM_LIMIT).then_some(room)
     }
 
+    /// Moves the elements into a new buffer with `front` free bytes before them
+    /// and `back` after them (each at most [`ROOM_LIMIT`]).
+    fn regrow(&mut self, front: usize, back: usize) {
+        let mut buf = Vec::with_capacity(front + self.bytes_len() + back);
+        buf.resize(front, 0);
+        buf.extend_from_slice(self.data());
+        buf.resize(buf.len() + back, 0);
+        self.buf = buf.into_boxed_slice();
+        self.count.set_front(front);
+        self.count.set_back(back);
+    }
+
     pub fn push_back(&mut self, bytes: &[u8]) {
         self.push_back_parts(&[bytes]);
     }
@@ -438,12 +451,7 @@ impl<F: Frame> Pack<F> {
                 self.recount(|n| n + 1);
                 return;
             };
-            let end = self.buf.len() - back;
-            let mut buf = Vec::with_capacity(end + room);
-            buf.extend_from_slice(&self.buf[..end]);
-            buf.resize(end + room, 0);
-            self.buf = buf.into_boxed_slice();
-            self.count.set_back(room);
+            self.regrow(self.count.front(), room);
         }
         let back = self.count.back();
         let at = self.buf.len() - back;
@@ -465,12 +473,7 @@ impl<F: Frame> Pack<F> {
                 self.insert_at_offset(0, &[bytes]);
                 return;
             };
-            let front = self.count.front();
-            let mut buf = Vec::with_capacity(room + self.buf.len() - front);
-            buf.resize(room, 0);
-            buf.extend_from_slice(&self.buf[front..]);
-            self.buf = buf.into_boxed_slice();
-            self.count.set_front(room);
+            self.regrow(room, self.count.back());
         }
         let at = self.count.front() - size;
         Self::encode_into(&mut self.buf[at..at + size], &[bytes]);
@@ -481,27 +484,13 @@ impl<F: Frame> Pack<F> {
     /// Writes the element made of `parts` into `out`, exactly its encoded size.
     fn encode_into(out: &mut [u8], parts: &[&[u8]]) {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        let mut at = 0;
-        let mut n = len;
-        while n >= 0x80 {
-            out[at] = (n as u8 & 0x7f) | 0x80;
-            n >>= 7;
-            at += 1;
-        }
-        out[at] = n as u8;
-        at += 1;
+        let mut at = write_varint(out, len);
         for p in parts {
             out[at..at + p.len()].copy_from_slice(p);
             at += p.len();
         }
         if Self::BACK {
-            let h = varint_len(len) + len;
-            let k = varint_len(h);
-            for i in (0..k).rev() {
-                let chunk = ((h >> (7 * i)) & 0x7f) as u8;
-                out[at] = if i == k - 1 { chunk } else { chunk | 0x80 };
-                at += 1;
-            }
+            at += write_back(&mut out[at..], varint_len(len) + len);
         }
         debug_assert_eq!(at, out.len());
     }

@@ -210,8 +210,7 @@ impl ServerState {
         self.shutdown_tx.send_replace(true);
         // A connection registered after this snapshot reads the flag before its
         // first request.
-        let clients: Vec<Arc<ClientInfo>> = self.clients.lock().values().cloned().collect();
-        for client in clients {
+        for client in Server::clients(self) {
             client.wake();
         }
     }

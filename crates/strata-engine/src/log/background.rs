@@ -45,9 +45,8 @@ fn run(shared: &Shared) {
                 tracing::warn!(error = %e, "background fsync failed");
             }
         } else {
-            let mut tail = shared.tail.lock();
-            if let Err(e) = tail.flush() {
-                shared.poison(e, "write");
+            if let Err(e) = shared.flush_to(u64::MAX) {
+                tracing::warn!(error = %e, "background write failed");
             }
         }
         shared.write_pending_hints();

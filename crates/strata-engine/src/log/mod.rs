@@ -23,8 +23,8 @@
 //! Readers never take part: a record already handed to the file is read
 //! with a positioned read under a shared lock of the segment map; one still
 //! in the write buffer is copied under the tail lock, which is never held
-//! during an fsync (see the `writer` module for the two locks of the append
-//! path).
+//! during a write or an fsync (see the `writer` module for the locks of the
+//! append path).
 //!
 //! Compaction with the log alone: [`Log::seal`] returns the sealed segments,
 //! [`Log::scan_segment`] reads one record by record, a [`CompactionOutput`]
@@ -62,7 +62,7 @@ use crate::vfs::{Vfs, VfsFile, VfsLock, read_exact_at, read_exact_at_cached, wri
 pub use output::{CompactionOutput, OutputSegments};
 pub use recovery::Replayed;
 pub(crate) use scan::Scanned;
-use writer::{Tail, Writer};
+use writer::{Buffered, Tail, Writer};
 
 /// The callback of [`Log::scan_segment`]: location, decoded record, encoded bytes.
 pub type ScanVisitor<'a> = dyn FnMut(Location, &record::RecordRef<'_>, &[u8]) -> Result<()> + 'a;
@@ -203,6 +203,11 @@ pub(crate) struct Shared {
     segments: RwLock<BTreeMap<SegmentId, Arc<SegmentFile>>>,
     writer: Mutex<Writer>,
     tail: Mutex<Tail>,
+    /// The flush lock (see the `writer` module), with the buffer its holder writes
+    /// out: kept between flushes so that swapping buffers allocates nothing.
+    flush: Mutex<Vec<u8>>,
+    /// Every byte below this log sequence number has been handed to the file.
+    flushed_lsn: AtomicU64,
     /// Id of the active segment, readable without the writer lock.
     active_id: AtomicU64,
     sync: Mutex<SyncState>,
@@ -320,15 +325,11 @@ impl Log {
                 self.shared.rotate(&mut writer)?;
             }
             locations.reserve(entries.len());
-            let lsn = {
+            let (lsn, full) = {
                 let mut tail = self.shared.tail.lock();
                 writer.encode(&mut tail, &entries, frame_len, &mut locations);
-                if tail.buf.len() >= self.shared.options.write_buffer_size
-                    && let Err(e) = tail.flush()
-                {
-                    return Err(self.shared.poison(e, "write"));
-                }
-                tail.lsn
+                let full = tail.buf.len() >= self.shared.options.write_buffer_size;
+                (tail.lsn, full)
             };
             if writer.writeback_due() {
                 self.shared.request_writeback();
@@ -336,10 +337,14 @@ impl Log {
             self.shared
                 .total_bytes
                 .fetch_add(frame_len, Ordering::Relaxed);
-            (apply(&entries, &locations), lsn)
+            (apply(&entries, &locations), (lsn, full))
         };
+        let (lsn, full) = lsn;
         if self.shared.options.fsync == FsyncPolicy::Always {
             self.shared.wait_durable(lsn)?;
+        } else if full {
+            // Written with no lock of the append path held.
+            self.shared.flush_to(lsn)?;
         }
         Ok(result)
     }
@@ -363,15 +368,12 @@ impl Log {
 
     /// Hands every record appended so far to the operating system, without an
     /// fsync: they then survive the process being killed, not the machine failing.
+    ///
+    /// Concurrent callers share writes: one whose records a flush running
+    /// meanwhile wrote returns once that flush is done.
     pub fn flush(&self) -> Result<()> {
-        let mut tail = self.shared.tail.lock();
-        if self.shared.poisoned.load(Ordering::Acquire) {
-            return Err(self.shared.poisoned_error());
-        }
-        if let Err(e) = tail.flush() {
-            return Err(self.shared.poison(e, "write"));
-        }
-        Ok(())
+        let lsn = self.shared.tail.lock().lsn;
+        self.shared.flush_to(lsn).map(drop)
     }
 
     /// The segments, oldest first.
@@ -549,16 +551,11 @@ impl Shared {
 
     /// Seals the active segment and starts the next one. Runs under the writer lock.
     ///
-    /// The buffer is flushed under the tail lock; the fsync of the sealed
-    /// segment holds only the writer lock, so readers and fsync leaders go on.
+    /// The fsync of the sealed segment holds only the writer lock, so readers
+    /// and fsync leaders go on.
     fn rotate(&self, writer: &mut Writer) -> Result<()> {
-        let lsn = {
-            let mut tail = self.tail.lock();
-            if let Err(e) = tail.flush() {
-                return Err(self.poison(e, "write"));
-            }
-            tail.lsn
-        };
+        // Appends wait for the writer lock: this flush leaves the buffer empty.
+        let lsn = self.flush_to(u64::MAX)?;
         if let Err(e) = writer.active.file.sync_data() {
             return Err(self.poison(e, "fsync"));
         }
@@ -610,19 +607,31 @@ impl Shared {
             }
         };
         if buffered {
-            let copy = self.tail.lock().read_buffered(location);
-            match copy {
-                Some(copy) => bytes = copy,
-                None => {
-                    // Flushed since the check: read it from the file.
-                    let segment = self.segments.read().get(&location.segment).cloned().ok_or(
-                        Error::SegmentGone {
-                            segment: location.segment,
-                        },
-                    )?;
-                    bytes.resize(location.len as usize, 0);
-                    read_exact_at(&*segment.file, &mut bytes, u64::from(location.offset))?;
+            loop {
+                let found = self.tail.lock().read_buffered(location);
+                match found {
+                    Buffered::Copied(copy) => bytes = copy,
+                    Buffered::InFlight if cached => {
+                        return Err(Error::Io(std::io::ErrorKind::WouldBlock.into()));
+                    }
+                    Buffered::InFlight => {
+                        // In the file (or, had the write failed, back in the buffer)
+                        // once the flush writing it lets go.
+                        drop(self.flush.lock());
+                        continue;
+                    }
+                    Buffered::Flushed => {
+                        // Flushed since the check: read it from the file.
+                        let segment = self.segments.read().get(&location.segment).cloned().ok_or(
+                            Error::SegmentGone {
+                                segment: location.segment,
+                            },
+                        )?;
+                        bytes.resize(location.len as usize, 0);
+                        read_exact_at(&*segment.file, &mut bytes, u64::from(location.offset))?;
+                    }
                 }
+                break;
             }
         }
         let header = match record::decode(&bytes) {
@@ -648,20 +657,72 @@ impl Shared {
 
     /// Flushes and fsyncs the active segment; returns the lsn now durable.
     fn flush_and_sync(&self) -> Result<u64> {
-        let (file, lsn) = {
-            let mut tail = self.tail.lock();
-            if self.poisoned.load(Ordering::Acquire) {
-                return Err(self.poisoned_error());
-            }
-            if let Err(e) = tail.flush() {
-                return Err(self.poison(e, "write"));
-            }
-            (tail.segment.file.clone(), tail.lsn)
-        };
+        let lsn = self.flush_to(u64::MAX)?;
+        // A rotation since the flush fsynced the segment it wrote, and all below
+        // `lsn` with it: fsyncing the segment active now is then merely early.
+        let file = self.tail.lock().segment.file.clone();
         if let Err(e) = file.sync_data() {
             return Err(self.poison(e, "fsync"));
         }
         Ok(lsn)
+    }
+
+    /// Hands the buffer to the file unless every byte below `target` is there
+    /// already; returns the lsn below which every byte is.
+    ///
+    /// Under the flush lock: the buffer is swapped for the spare one under the
+    /// tail lock and written with the tail lock free, so appends go on meanwhile;
+    /// a caller that waited for the flush lock finds its bytes written by the
+    /// flush before it and writes nothing. After a failed write the bytes go back
+    /// in front of the buffer and the log is poisoned.
+    fn flush_to(&self, target: u64) -> Result<u64> {
+        let flushed = self.flushed_lsn.load(Ordering::Acquire);
+        if flushed >= target {
+            return Ok(flushed);
+        }
+        let mut spare = self.flush.lock();
+        let flushed = self.flushed_lsn.load(Ordering::Acquire);
+        if flushed >= target {
+            return Ok(flushed);
+        }
+        let (segment, at, lsn) = {
+            let mut tail = self.tail.lock();
+            if self.poisoned.load(Ordering::Acquire) {
+                return Err(self.poisoned_error());
+            }
+            if tail.buf.is_empty() {
+                self.flushed_lsn.fetch_max(tail.lsn, Ordering::AcqRel);
+                return Ok(tail.lsn);
+            }
+            std::mem::swap(&mut tail.buf, &mut *spare);
+            tail.in_flight = spare.len() as u64;
+            let at = tail.segment.flushed.load(Ordering::Acquire);
+            (tail.segment.clone(), at, tail.lsn)
+        };
+        // The segment cannot change meanwhile: rotation flushes under this lock
+        // first, and appends, which are needed to fill the buffer again, wait for
+        // the rotation.
+        let written = write_all_at(&*segment.file, &spare, at);
+        let mut tail = self.tail.lock();
+        tail.in_flight = 0;
+        match written {
+            Ok(()) => {
+                segment
+                    .flushed
+                    .store(at + spare.len() as u64, Ordering::Release);
+                drop(tail);
+                spare.clear();
+                self.flushed_lsn.fetch_max(lsn, Ordering::AcqRel);
+                Ok(lsn)
+            }
+            Err(e) => {
+                spare.extend_from_slice(&tail.buf);
+                std::mem::swap(&mut tail.buf, &mut *spare);
+                drop(tail);
+                spare.clear();
+                Err(self.poison(e, "write"))
+            }
+        }
     }
 
     /// Waits until every byte below `target` is durable, leading an fsync if nobody is.

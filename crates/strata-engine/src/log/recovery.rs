@@ -204,6 +204,8 @@ pub(super) fn open(
         dir: dir.to_path_buf(),
         writer: Mutex::new(Writer::new(active.clone(), options.writeback_step())),
         tail: Mutex::new(Tail::new(active)),
+        flush: Mutex::new(Vec::new()),
+        flushed_lsn: AtomicU64::new(0),
         active_id: AtomicU64::new(active_id.0),
         options,
         vfs,

@@ -1,18 +1,22 @@
 //! The active segment: where appends go.
 //!
-//! Two pieces of state, behind two locks. The [`Writer`] (the writer lock)
-//! decides where records go: the active segment and its length;
+//! Three pieces of state, behind three locks. The [`Writer`] (the writer
+//! lock) decides where records go: the active segment and its length;
 //! appends, rotation and sealing hold it, so records get their locations, and
 //! callers' index updates run, in log order. The [`Tail`] (the tail lock)
 //! holds the write buffer of records not yet handed to the operating system
 //! and the log sequence number; appends take it briefly to encode, readers of
-//! buffered records and fsync leaders take only it. Rotation fsyncs the sealed
-//! segment holding the writer lock but not the tail lock, so neither readers
-//! nor group-commit leaders wait for that fsync.
+//! buffered records take only it. The flush lock belongs to whoever hands the
+//! buffer to the file: it swaps the buffer for an empty one under the tail
+//! lock and writes it with only the flush lock held, so appends and readers
+//! never wait for a write system call, and flushes reach the file in order.
+//! Rotation fsyncs the sealed segment holding the writer lock but neither of
+//! the others, so neither readers nor group-commit leaders wait for that fsync.
 //!
-//! Invariants: lock order is writer, then tail; `flushed` of the tail's
-//! segment counts the bytes handed to the file and the buffer holds exactly
-//! the bytes after them, ending on a record boundary; `lsn` counts every byte
+//! Invariants: lock order is writer, then flush, then tail; `flushed` of the
+//! tail's segment counts the bytes handed to the file, `in_flight` the bytes
+//! after them that a flush is writing now, and the buffer holds exactly the
+//! bytes after those, ending on a record boundary; `lsn` counts every byte
 //! ever appended to the log and only grows; every byte below an lsn read
 //! under the tail lock is in the tail's segment or in a sealed, fsynced one.
 
@@ -46,6 +50,9 @@ pub(crate) struct Tail {
     pub segment: Arc<SegmentFile>,
     /// Encoded records not yet written to the file.
     pub buf: Vec<u8>,
+    /// Bytes a flush took from the buffer and is writing at the segment's
+    /// `flushed` offset now (0 when no flush is writing).
+    pub in_flight: u64,
     /// Bytes appended to the log since it was opened (the log sequence number).
     pub lsn: u64,
 }
@@ -55,35 +62,41 @@ impl Tail {
         Tail {
             segment,
             buf: Vec::new(),
+            in_flight: 0,
             lsn: 0,
         }
     }
 
-    /// Hands the buffer to the file.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let at = self.segment.flushed.load(Ordering::Acquire);
-        write_all_at(&*self.segment.file, &self.buf, at)?;
-        self.segment
-            .flushed
-            .store(at + self.buf.len() as u64, Ordering::Release);
-        self.buf.clear();
-        Ok(())
-    }
-
-    /// Copies a record that is still in the buffer.
-    pub fn read_buffered(&self, location: Location) -> Option<Vec<u8>> {
+    /// Copies a record of the tail's segment that is not in the file yet.
+    pub fn read_buffered(&self, location: Location) -> Buffered {
         if location.segment != self.segment.id {
-            return None;
+            return Buffered::Flushed;
         }
         let flushed = self.segment.flushed.load(Ordering::Acquire);
-        let from = u64::from(location.offset).checked_sub(flushed)? as usize;
-        self.buf
-            .get(from..from + location.len as usize)
-            .map(<[u8]>::to_vec)
+        let offset = u64::from(location.offset);
+        if offset < flushed {
+            return Buffered::Flushed;
+        }
+        let Some(from) = offset.checked_sub(flushed + self.in_flight) else {
+            return Buffered::InFlight;
+        };
+        let from = from as usize;
+        match self.buf.get(from..from + location.len as usize) {
+            Some(bytes) => Buffered::Copied(bytes.to_vec()),
+            // Past the end: not a record of this log; the file read reports it.
+            None => Buffered::Flushed,
+        }
     }
+}
+
+/// Where [`Tail::read_buffered`] found a record.
+pub(crate) enum Buffered {
+    /// Copied from the write buffer.
+    Copied(Vec<u8>),
+    /// Not in the buffer: it is in the file.
+    Flushed,
+    /// Being written by a flush: in the file once the flush lock is free.
+    InFlight,
 }
 
 impl Writer {

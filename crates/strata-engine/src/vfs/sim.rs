@@ -64,6 +64,7 @@ struct State {
     space: Option<u64>,
     short_writes: bool,
     sync_delay: Option<std::time::Duration>,
+    writes_held: bool,
     crashed: bool,
 }
 
@@ -142,6 +143,12 @@ impl SimVfs {
     /// Makes every file fsync take this long, like a slow disk.
     pub fn set_sync_delay(&self, delay: Option<std::time::Duration>) {
         self.state.lock().sync_delay = delay;
+    }
+
+    /// While `held`, every file write waits (a write in progress, for as long
+    /// as a test needs one); writes go on once it is released.
+    pub fn hold_writes(&self, held: bool) {
+        self.state.lock().writes_held = held;
     }
 
     /// Makes every write accept at most half of its bytes (at least one).
@@ -399,6 +406,9 @@ impl VfsFile for SimFile {
                 io::ErrorKind::PermissionDenied,
                 "file opened read-only",
             ));
+        }
+        while self.state.lock().writes_held {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let mut state = self.state.lock();
         state.mutate()?;

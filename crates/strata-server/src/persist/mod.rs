@@ -223,7 +223,7 @@ pub struct Persistence {
     failed: AtomicBool,
     /// The error write commands get while the log cannot be written.
     error: Mutex<Option<String>>,
-    /// Wakes the syncer (a durable reply is waiting, or shutdown).
+    /// Wakes the syncer (a write error to recover from, or shutdown).
     wake: (Mutex<bool>, Condvar),
     /// Tells waiting connections a sync completed.
     pub synced_notify: tokio::sync::Notify,
@@ -798,10 +798,8 @@ impl Persistence {
         if dead && !pending {
             self.reap_dead_namespaces();
         }
+        // Under `always` the reply's wait makes the batch durable (`wait_synced`).
         let n = self.appended.fetch_add(1, Ordering::AcqRel) + 1;
-        if self.fsync.load(Ordering::Relaxed) == fsync_code(Appendfsync::Always) {
-            self.kick();
-        }
         Ok(Some(n))
     }
 
@@ -925,9 +923,16 @@ impl Persistence {
         self.synced.load(Ordering::Acquire) >= n
     }
 
-    /// Waits (asynchronously) until batch `n` is durable, or the store failed.
+    /// Waits until batch `n` is durable (`appendfsync always`), or the store failed.
+    ///
+    /// The fsync runs on the caller's thread, as Redis's runs in its event loop:
+    /// no hand-over to another thread and back per fsync. Callers on other
+    /// threads share it (the engine's group commit: one leads, the others wait
+    /// for it and lead the next one if theirs was not covered). While the store
+    /// closes, callers wait for [`Persistence::close`] to release them.
     pub async fn wait_synced(&self, n: u64) -> Result<(), String> {
         loop {
+            // Registered before the checks: a release after them wakes it.
             let notified = self.synced_notify.notified();
             if self.is_synced(n) {
                 return Ok(());
@@ -935,7 +940,14 @@ impl Persistence {
             if let Some(e) = self.write_error() {
                 return Err(e);
             }
-            self.kick();
+            if self.engine.load().is_some() {
+                match self.sync_now() {
+                    Ok(()) => continue,
+                    // Closed meanwhile: wait for the release.
+                    Err(_) if self.engine.load().is_none() => {}
+                    Err(e) => return Err(e),
+                }
+            }
             notified.await;
         }
     }
@@ -950,7 +962,9 @@ impl Persistence {
     /// Makes everything appended so far durable.
     pub fn sync_now(&self) -> Result<(), String> {
         let target = self.appended.load(Ordering::Acquire);
-        let Some(engine) = self.engine() else {
+        // A guard, not a clone (see `log_with`).
+        let engine = self.engine.load();
+        let Some(engine) = engine.as_ref() else {
             return Err("the store is closed".into());
         };
         match engine.sync() {

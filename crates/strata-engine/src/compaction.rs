@@ -58,10 +58,23 @@ impl Drop for HeldMemory<'_> {
 
 pub(crate) fn run(inner: &Inner) -> Result<CompactionReport> {
     let _running = inner.compaction_lock.lock();
+    let (inputs, sealed_now) = inner.log.seal_unhinted()?;
+    let result = merge(inner, inputs);
+    if result.is_err()
+        && let Some(id) = sealed_now
+    {
+        // Still there: it gets the hint its sealing left out.
+        inner.log.queue_hint(id);
+    }
+    result
+}
+
+/// Rewrites the live records of `inputs` (every sealed segment) and swaps the
+/// outputs in.
+fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<CompactionReport> {
     let held = HeldMemory(&inner.compaction_memory);
     // Heap bytes of the keys and locations kept for the index swap at the end.
     let mut kept_bytes = 0usize;
-    let inputs = inner.log.seal()?;
     let mut report = CompactionReport {
         inputs: inputs.len(),
         ..CompactionReport::default()

@@ -322,7 +322,7 @@ impl Log {
             let frame_len = Writer::frame_len(&entries)?;
             let size = self.shared.options.segment_size;
             if writer.len > SEGMENT_HEADER_LEN as u64 && writer.len + frame_len > size {
-                self.shared.rotate(&mut writer)?;
+                self.shared.rotate(&mut writer, true)?;
             }
             locations.reserve(entries.len());
             let (lsn, full) = {
@@ -410,21 +410,43 @@ impl Log {
     ///
     /// A compaction takes these as its inputs: they will never change again.
     pub fn seal(&self) -> Result<Vec<SegmentId>> {
+        self.seal_with(true).map(|(sealed, _)| sealed)
+    }
+
+    /// [`Log::seal`] for a compaction of every sealed segment: the segment it seals
+    /// gets no hint file, which the compaction would delete with the segment (and
+    /// building it would read the segment a second time meanwhile); the compaction
+    /// queues it with [`Log::queue_hint`] if it fails. Also returns that segment.
+    pub(crate) fn seal_unhinted(&self) -> Result<(Vec<SegmentId>, Option<SegmentId>)> {
+        self.seal_with(false)
+    }
+
+    fn seal_with(&self, hint: bool) -> Result<(Vec<SegmentId>, Option<SegmentId>)> {
         let mut writer = self.shared.writer.lock();
         self.shared.check_writable()?;
+        let mut sealed_now = None;
         if writer.records > 0 {
-            self.shared.rotate(&mut writer)?;
+            sealed_now = Some(writer.active.id);
+            self.shared.rotate(&mut writer, hint)?;
         }
         let active = writer.active.id;
         drop(writer);
-        Ok(self
+        let sealed = self
             .shared
             .segments
             .read()
             .keys()
             .copied()
             .filter(|id| *id != active)
-            .collect())
+            .collect();
+        Ok((sealed, sealed_now))
+    }
+
+    /// Has the background thread write the hint file of sealed segment `id`.
+    pub(crate) fn queue_hint(&self, id: SegmentId) {
+        if self.shared.options.write_hints {
+            self.shared.pending_hints.lock().push(id);
+        }
     }
 
     /// Reads every record of a sealed segment in order.
@@ -553,7 +575,7 @@ impl Shared {
     ///
     /// The fsync of the sealed segment holds only the writer lock, so readers
     /// and fsync leaders go on.
-    fn rotate(&self, writer: &mut Writer) -> Result<()> {
+    fn rotate(&self, writer: &mut Writer, hint: bool) -> Result<()> {
         // Appends wait for the writer lock: this flush leaves the buffer empty.
         let lsn = self.flush_to(u64::MAX)?;
         if let Err(e) = writer.active.file.sync_data() {
@@ -575,7 +597,7 @@ impl Shared {
         self.tail.lock().segment = next.clone();
         self.active_id.store(id.0, Ordering::Release);
         let sealed = writer.start(next);
-        if self.options.write_hints {
+        if hint && self.options.write_hints {
             self.pending_hints.lock().push(sealed.id);
         }
         Ok(())

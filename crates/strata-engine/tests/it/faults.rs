@@ -131,3 +131,37 @@ fn a_compaction_that_runs_out_of_space_changes_nothing() {
     assert!(engine.stats().total_bytes < before.total_bytes);
     engine.put(b"still", b"writable").unwrap();
 }
+
+#[test]
+fn a_failed_compaction_leaves_the_segment_it_sealed_a_hint() {
+    let clock = ManualClock::new(1_000);
+    let vfs = SimVfs::new();
+    // One segment until the compaction seals it.
+    let options = sim_options(&vfs, &clock).with_segment_size(1 << 20);
+    let engine = Engine::open(sim_dir(), options).unwrap();
+    for round in 0..2 {
+        for i in 0..50 {
+            engine.put(&key(i), &value(i, round)).unwrap();
+        }
+    }
+    let hints = || {
+        vfs.files(&sim_dir())
+            .iter()
+            .filter(|f| f.ends_with(".hint"))
+            .count()
+    };
+    assert_eq!(hints(), 0);
+    vfs.set_space(Some(200));
+    assert!(engine.compact().is_err());
+    vfs.set_space(None);
+    // A compaction seals without a hint (it deletes what it seals); this one
+    // failed, so the segment stays and the background thread writes its hint.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while hints() == 0 {
+        assert!(std::time::Instant::now() < deadline, "no hint written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for i in 0..50 {
+        assert_eq!(engine.get(&key(i)).unwrap(), Some(value(i, 1)));
+    }
+}

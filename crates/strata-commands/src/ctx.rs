@@ -51,7 +51,7 @@ pub struct Keys<'a> {
     /// Operations a handler gave explicitly, as (database, key, argv).
     explicit_ops: Vec<(usize, Vec<u8>, Vec<Vec<u8>>)>,
     /// Records of the commands run so far, for the log.
-    pub records: Vec<Record>,
+    pub records: crate::effects::Batch,
     /// The keys `records` has records of, built only when a key's database lists
     /// no records of it (see [`crate::effects::record_for`]) and kept up to date
     /// from then on, so that a long transaction asks in O(1).
@@ -86,7 +86,7 @@ impl<'a> Keys<'a> {
             logging_flag: None,
             changed_keys: SmallVec::new(),
             explicit_ops: Vec::new(),
-            records: Vec::new(),
+            records: crate::effects::Batch::new(),
             recorded_keys: None,
             notify: None,
             client_id: 0,
@@ -509,10 +509,10 @@ impl<'a> Keys<'a> {
             // Moved out while the key's database is borrowed.
             let mut recorded = self.recorded_keys.take();
             let mut earlier = std::mem::take(&mut self.records);
-            let (_, db) = self.other_db_for(db_index, &key);
+            let (hash, db) = self.other_db_for(db_index, &key);
             // Only the key's first record in this batch can follow records of an
             // old value the store still holds.
-            let first = || {
+            let first = |key: &[u8]| {
                 let set = recorded.get_or_insert_with(|| {
                     let mut set = RecordedKeys::default();
                     for r in &earlier {
@@ -520,10 +520,10 @@ impl<'a> Keys<'a> {
                     }
                     set
                 });
-                !set.contains(db_index, &key)
+                !set.contains(db_index, key)
             };
             let records =
-                crate::effects::record_for(db_index, db, &key, now, rule, argv, &ops, first);
+                crate::effects::record_for(db_index, db, hash, key, now, rule, argv, &ops, first);
             if let Some(set) = &mut recorded {
                 for r in &records {
                     set.insert(r.db, &r.key);
@@ -536,7 +536,7 @@ impl<'a> Keys<'a> {
     }
 
     /// Takes the records built so far (the batch to append), starting a new batch.
-    pub fn take_records(&mut self) -> Vec<Record> {
+    pub fn take_records(&mut self) -> crate::effects::Batch {
         self.recorded_keys = None;
         std::mem::take(&mut self.records)
     }
@@ -675,7 +675,7 @@ pub struct Held<'a> {
     guard: Option<(usize, MutexGuard<'a, Shard>)>,
     /// [`Keys::logging`] as read when the shard was locked.
     logging: bool,
-    records: Vec<Record>,
+    records: crate::effects::Batch,
     recorded_keys: Option<RecordedKeys>,
     /// The replies (ranges of the connection's output) of the commands whose records
     /// wait in `records`: should the log refuse them, each becomes the error.
@@ -697,7 +697,7 @@ impl<'a> Held<'a> {
             ks,
             guard: None,
             logging: false,
-            records: Vec::new(),
+            records: crate::effects::Batch::new(),
             recorded_keys: None,
             replies: SmallVec::new(),
             commands: 0,
@@ -831,7 +831,7 @@ pub(crate) fn log_records(
     if records.is_empty() {
         return Ok(None);
     }
-    let mut located = Vec::new();
+    let mut located = crate::effects::Located::new();
     match server.log(&records, keys.now_ms, &mut located) {
         Ok(durable) => {
             keys.apply_locations(&records, &located);

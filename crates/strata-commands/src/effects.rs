@@ -132,11 +132,13 @@ pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
     Ok(Some(argv))
 }
 
-/// The record for a key changed by one command, from its state now.
+/// The records for a key changed by one command, from its state now (the key, of
+/// hash `hash` in `db`, moves into the last of them).
 ///
 /// `explicit` are the operations the handler gave for this key (in order), `argv`
 /// the command and `rule` its table rule; `first` tells whether this is the key's
-/// first record in its batch (asked only when it matters, which is rare).
+/// first record in its batch (asked only when it matters, which is rare, and given
+/// the key).
 ///
 /// Operations on a key whose records the database does not list follow a
 /// [`RecordKind::Fresh`], so that replay never applies them to an old value the
@@ -145,59 +147,77 @@ pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
 pub fn record_for(
     db_index: usize,
     db: &mut Db,
-    key: &[u8],
+    hash: u64,
+    key: Vec<u8>,
     now_ms: u64,
     rule: LogRule,
     argv: &[&[u8]],
     explicit: &[Vec<Vec<u8>>],
-    first: impl FnOnce() -> bool,
-) -> Vec<Record> {
-    let hash = db.hash(key);
-    let record = |kind| Record {
+    first: impl FnOnce(&[u8]) -> bool,
+) -> Records {
+    let mut kinds = match db.peek(hash, &key, now_ms) {
+        None => smallvec::smallvec![RecordKind::Delete],
+        Some(entry) => {
+            let mut kinds = kinds_of(db, entry, &key, rule, argv, explicit);
+            if !entry.is_logged()
+                && matches!(kinds.first(), Some(RecordKind::Op { .. }))
+                && first(&key)
+            {
+                kinds.insert(0, RecordKind::Fresh);
+            }
+            kinds
+        }
+    };
+    let last = kinds.pop();
+    let mut records: Records = kinds
+        .into_iter()
+        .map(|kind| Record {
+            db: db_index,
+            key: key.clone(),
+            kind,
+        })
+        .collect();
+    records.extend(last.map(|kind| Record {
         db: db_index,
-        key: key.to_vec(),
+        key,
         kind,
-    };
-    let Some(entry) = db.peek(hash, key, now_ms) else {
-        return vec![record(RecordKind::Delete)];
-    };
-    let mut records = records_of(db_index, db, entry, key, rule, argv, explicit);
-    if !entry.is_logged()
-        && matches!(records.first(), Some(r) if matches!(r.kind, RecordKind::Op { .. }))
-        && first()
-    {
-        records.insert(0, record(RecordKind::Fresh));
-    }
+    }));
     records
 }
+
+/// A batch of records to append (most batches hold one command's one record).
+pub type Batch = smallvec::SmallVec<[Record; 2]>;
+
+/// Where each record of a batch went, when the keyspace is to list it (see
+/// [`crate::Server::log`]).
+pub type Located = smallvec::SmallVec<[Option<strata_keyspace::logref::LogLoc>; 4]>;
+
+/// The records of one key's change: one, but for a tombstone before a first
+/// operation or a handler's several operations.
+pub type Records = smallvec::SmallVec<[Record; 1]>;
 
 /// What the tombstone before an unlisted key's first operation costs besides the
 /// key: a record's header (the store's `HEADER_LEN`) and a namespace prefix.
 const FRESH_RECORD_COST: usize = 40;
 
-fn records_of(
-    db_index: usize,
+/// The kinds of record a change to `entry` logs (one for most commands).
+type Kinds = smallvec::SmallVec<[RecordKind; 1]>;
+
+fn kinds_of(
     db: &Db,
     entry: &strata_keyspace::Entry,
     key: &[u8],
     rule: LogRule,
     argv: &[&[u8]],
     explicit: &[Vec<Vec<u8>>],
-) -> Vec<Record> {
+) -> Kinds {
     let expires_at = db.expire_at(entry).unwrap_or(0);
-    let record = |kind| Record {
-        db: db_index,
-        key: key.to_vec(),
-        kind,
-    };
     if !explicit.is_empty() {
         return explicit
             .iter()
-            .map(|op| {
-                record(RecordKind::Op {
-                    op: encode_op(op),
-                    expires_at,
-                })
+            .map(|op| RecordKind::Op {
+                op: encode_op(op),
+                expires_at,
             })
             .collect();
     }
@@ -211,31 +231,32 @@ fn records_of(
     } else {
         FRESH_RECORD_COST + key.len()
     };
-    match rule {
+    let kind = match rule {
         // A value out of memory (`maxmemory-policy tiered`) is unchanged — the
         // commands that may run on one never change it — and is already the key's
         // record in the store: only its expiry is logged.
-        _ if entry.value.is_cold() => vec![record(RecordKind::Op {
+        _ if entry.value.is_cold() => RecordKind::Op {
             op: vec![OP_EXPIRY],
             expires_at,
-        })],
-        LogRule::Expiry => vec![record(RecordKind::Op {
+        },
+        LogRule::Expiry => RecordKind::Op {
             op: vec![OP_EXPIRY],
             expires_at,
-        })],
+        },
         LogRule::Replay
             if replay_size(argv) + fresh_cost < value_size && argv.get(1) == Some(&key) =>
         {
-            vec![record(RecordKind::Op {
+            RecordKind::Op {
                 op: encode_op(argv),
                 expires_at,
-            })]
+            }
         }
-        _ => vec![record(RecordKind::Put {
+        _ => RecordKind::Put {
             value: serialize::to_vec(&entry.value),
             expires_at,
-        })],
-    }
+        },
+    };
+    smallvec::smallvec![kind]
 }
 
 fn replay_size(argv: &[&[u8]]) -> usize {

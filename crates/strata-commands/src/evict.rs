@@ -627,7 +627,7 @@ fn evict_key(
         // A failed append leaves the store refusing writes until its reconcile,
         // which rewrites whatever differs from memory, this deletion included.
         // A deletion has no records for the keyspace to list.
-        let _ = server.log(&records, now_ms, &mut Vec::new());
+        let _ = server.log(&records, now_ms, &mut crate::effects::Located::new());
     }
     drop(keys);
     // `lazyfree-lazy-eviction`: a value whose freeing is real work goes to the

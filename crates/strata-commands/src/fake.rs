@@ -94,7 +94,7 @@ impl Server for Fake {
         &self,
         records: &[Record],
         _now_ms: u64,
-        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+        located: &mut crate::effects::Located,
     ) -> Result<Option<u64>, String> {
         located.clear();
         if self.refuse.load(Ordering::Relaxed) {

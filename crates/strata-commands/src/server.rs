@@ -153,7 +153,7 @@ pub trait Server: Send + Sync {
         &self,
         records: &[crate::effects::Record],
         now_ms: u64,
-        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+        located: &mut crate::effects::Located,
     ) -> Result<Option<u64>, String> {
         let _ = (records, now_ms);
         located.clear();

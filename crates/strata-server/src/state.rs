@@ -452,7 +452,7 @@ impl Server for ServerState {
         &self,
         records: &[strata_commands::effects::Record],
         now_ms: u64,
-        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+        located: &mut strata_commands::effects::Located,
     ) -> Result<Option<u64>, String> {
         match self.persist.load().as_ref() {
             Some(p) => p.log(records, now_ms, located),

@@ -646,7 +646,7 @@ impl Persistence {
         &self,
         records: &[Record],
         now_ms: u64,
-        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+        located: &mut strata_commands::effects::Located,
     ) -> Result<Option<u64>, String> {
         located.clear();
         if let Some(e) = self.write_error() {
@@ -668,7 +668,7 @@ impl Persistence {
         scratch: &mut Scratch,
         records: &[Record],
         now_ms: u64,
-        located: &mut Vec<Option<strata_keyspace::logref::LogLoc>>,
+        located: &mut strata_commands::effects::Located,
     ) -> Result<Option<u64>, String> {
         let index = self.index.load();
         let version = self.hlc.next(now_ms);
@@ -770,11 +770,17 @@ impl Persistence {
         });
         // Which records the keyspace lists: decided with the map this batch
         // installs (a key written after a FLUSHDB in the same transaction is in the
-        // database's new namespace).
-        for list in listed.iter_mut() {
-            if list.is_some_and(|i| !batch.key(i).is_some_and(|k| index.is_external(k))) {
-                *list = None;
+        // database's new namespace). Without a change every listed record's
+        // namespace came from the map in force, which cannot change while the
+        // command holds its shards: each is external once the index has switched.
+        if changed.is_some() {
+            for list in listed.iter_mut() {
+                if list.is_some_and(|i| !batch.key(i).is_some_and(|k| index.is_external(k))) {
+                    *list = None;
+                }
             }
+        } else if !index.is_switched() {
+            listed.iter_mut().for_each(|list| *list = None);
         }
         // A guard, not a clone: cloning the `Arc` writes its count, a cache line
         // every I/O thread would then take in turn on every write.
@@ -1281,7 +1287,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         {
             let p = open(dir.path());
-            let mut located = Vec::new();
+            let mut located = strata_commands::effects::Located::new();
             p.log(&[put(0, "a", b"1"), put(3, "b", b"2")], 1, &mut located)
                 .expect("logged");
             let op = encode_op(&["RPUSH", "l", "x", "y"]);

@@ -227,6 +227,9 @@ pub struct Persistence {
     wake: (Mutex<bool>, Condvar),
     /// Tells waiting connections a sync completed.
     pub synced_notify: tokio::sync::Notify,
+    /// Whether a connection is running an fsync for the others (see
+    /// [`Persistence::wait_synced`]).
+    syncing: AtomicBool,
     pub stats: PersistStats,
     stop: AtomicBool,
 }
@@ -252,6 +255,15 @@ fn close_engine(mut engine: Arc<Engine>) -> strata_engine::Result<()> {
         }
     }
     engine.sync()
+}
+
+/// Clears the flag of the connection leading an fsync when it is done.
+struct Leading<'a>(&'a AtomicBool);
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// The MISCONF text Redis uses when its append-only file cannot be written.
@@ -326,6 +338,7 @@ impl Persistence {
             error: Mutex::new(None),
             wake: (Mutex::new(false), Condvar::new()),
             synced_notify: tokio::sync::Notify::new(),
+            syncing: AtomicBool::new(false),
             stats,
             stop: AtomicBool::new(false),
         })
@@ -932,10 +945,12 @@ impl Persistence {
     /// Waits until batch `n` is durable (`appendfsync always`), or the store failed.
     ///
     /// The fsync runs on the caller's thread, as Redis's runs in its event loop:
-    /// no hand-over to another thread and back per fsync. Callers on other
-    /// threads share it (the engine's group commit: one leads, the others wait
-    /// for it and lead the next one if theirs was not covered). While the store
-    /// closes, callers wait for [`Persistence::close`] to release them.
+    /// no hand-over to another thread and back per fsync. One caller at a time
+    /// leads it; the others wait for it without blocking their thread, which goes
+    /// on running the commands of other connections meanwhile (whose records the
+    /// next fsync then covers), and one of them leads the next fsync if theirs was
+    /// not covered. While the store closes, callers wait for
+    /// [`Persistence::close`] to release them.
     pub async fn wait_synced(&self, n: u64) -> Result<(), String> {
         loop {
             // Registered before the checks: a release after them wakes it.
@@ -946,8 +961,15 @@ impl Persistence {
             if let Some(e) = self.write_error() {
                 return Err(e);
             }
-            if self.engine.load().is_some() {
-                match self.sync_now() {
+            if self.engine.load().is_some() && !self.syncing.swap(true, Ordering::AcqRel) {
+                let result = {
+                    // Cleared (also on a panic) before the waiters wake, so that one
+                    // of them can lead the next fsync.
+                    let _leading = Leading(&self.syncing);
+                    self.sync_unannounced()
+                };
+                self.synced_notify.notify_waiters();
+                match result {
                     Ok(()) => continue,
                     // Closed meanwhile: wait for the release.
                     Err(_) if self.engine.load().is_none() => {}
@@ -967,6 +989,13 @@ impl Persistence {
 
     /// Makes everything appended so far durable.
     pub fn sync_now(&self) -> Result<(), String> {
+        let result = self.sync_unannounced();
+        self.synced_notify.notify_waiters();
+        result
+    }
+
+    /// [`Persistence::sync_now`] without waking the connections that wait.
+    fn sync_unannounced(&self) -> Result<(), String> {
         let target = self.appended.load(Ordering::Acquire);
         // A guard, not a clone (see `log_with`).
         let engine = self.engine.load();
@@ -976,7 +1005,6 @@ impl Persistence {
         match engine.sync() {
             Ok(()) => {
                 self.synced.fetch_max(target, Ordering::AcqRel);
-                self.synced_notify.notify_waiters();
                 Ok(())
             }
             Err(e) => {
@@ -985,7 +1013,6 @@ impl Persistence {
                     "fsync of the log failed: {e}; refusing writes until it can be written"
                 );
                 self.set_error(Some(text.clone()));
-                self.synced_notify.notify_waiters();
                 Err(text)
             }
         }

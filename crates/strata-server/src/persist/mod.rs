@@ -1309,6 +1309,59 @@ mod tests {
         }
     }
 
+    /// Under `always`, connections on two threads wait for their batches at once:
+    /// each is made durable by an fsync one of them leads, nobody is left waiting,
+    /// and the leader's flag is down afterwards.
+    #[test]
+    fn concurrent_waiters_share_fsyncs_and_all_return() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let replay = Arc::new(replay::Replay::new(EncodingLimits::default()));
+        let ks = Arc::new(Keyspace::new(16, 4));
+        let p = Arc::new(
+            Persistence::open(dir.path(), ks, Appendfsync::Always, replay, 1).expect("open"),
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let tasks = 64;
+        let last = runtime.block_on(async {
+            let waits: Vec<_> = (0..tasks)
+                .map(|i| {
+                    let p = p.clone();
+                    tokio::spawn(async move {
+                        let mut located = strata_commands::effects::Located::new();
+                        let record = put(0, &format!("k{i}"), b"v");
+                        let n = p.log(&[record], 1, &mut located).expect("logged");
+                        let n = n.expect("a batch number");
+                        tokio::task::yield_now().await;
+                        tokio::time::timeout(Duration::from_secs(20), p.wait_synced(n))
+                            .await
+                            .expect("not left waiting")
+                            .expect("durable");
+                        assert!(p.is_synced(n));
+                        n
+                    })
+                })
+                .collect();
+            let mut last = 0;
+            for w in waits {
+                last = last.max(w.await.expect("task"));
+            }
+            last
+        });
+        assert_eq!(last, tasks);
+        assert!(!p.syncing.load(Ordering::Acquire));
+        p.close().expect("closed");
+        drop(p);
+        let p = open(dir.path());
+        let n = p
+            .recover(&EncodingLimits::default(), 10, &AtomicU64::new(0), None)
+            .expect("recovered");
+        assert_eq!(n, tasks);
+    }
+
     #[test]
     fn records_survive_a_restart() {
         let dir = tempfile::tempdir().expect("temp dir");

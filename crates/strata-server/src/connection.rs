@@ -626,10 +626,8 @@ async fn wait_durable(state: &ServerState, durable: &mut u64) -> std::io::Result
         }
     };
     if waits && let Some(p) = state.persist.load_full() {
-        // Let the other connections ready on this thread run their commands
-        // first, so that one fsync covers them all (Redis fsyncs once per turn
-        // of its event loop).
-        tokio::task::yield_now().await;
+        // One fsync covers every connection that ran meanwhile, as Redis fsyncs
+        // once per turn of its event loop (see `wait_synced`).
         p.wait_synced(n).await.map_err(std::io::Error::other)?;
     }
     Ok(())

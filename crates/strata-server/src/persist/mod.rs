@@ -946,10 +946,11 @@ impl Persistence {
     ///
     /// The fsync runs on the caller's thread, as Redis's runs in its event loop:
     /// no hand-over to another thread and back per fsync. One caller at a time
-    /// leads it; the others wait for it without blocking their thread, which goes
-    /// on running the commands of other connections meanwhile (whose records the
-    /// next fsync then covers), and one of them leads the next fsync if theirs was
-    /// not covered. While the store closes, callers wait for
+    /// leads it, after letting the other connections ready on its thread run
+    /// once; the others wait for it without blocking their thread, which goes on
+    /// running the commands of other connections meanwhile (whose records the next
+    /// fsync then covers), and one of them leads the next fsync if theirs was not
+    /// covered. While the store closes, callers wait for
     /// [`Persistence::close`] to release them.
     pub async fn wait_synced(&self, n: u64) -> Result<(), String> {
         loop {
@@ -962,12 +963,14 @@ impl Persistence {
                 return Err(e);
             }
             if self.engine.load().is_some() && !self.syncing.swap(true, Ordering::AcqRel) {
-                let result = {
-                    // Cleared (also on a panic) before the waiters wake, so that one
-                    // of them can lead the next fsync.
-                    let _leading = Leading(&self.syncing);
-                    self.sync_unannounced()
-                };
+                // Cleared (also if this task is dropped or panics) before the
+                // waiters wake, so that one of them can lead the next fsync.
+                let leading = Leading(&self.syncing);
+                // The connections ready on this thread append first, so that the
+                // fsync covers them too.
+                tokio::task::yield_now().await;
+                let result = self.sync_unannounced();
+                drop(leading);
                 self.synced_notify.notify_waiters();
                 match result {
                     Ok(()) => continue,

@@ -257,12 +257,15 @@ fn close_engine(mut engine: Arc<Engine>) -> strata_engine::Result<()> {
     engine.sync()
 }
 
-/// Clears the flag of the connection leading an fsync when it is done.
-struct Leading<'a>(&'a AtomicBool);
+/// Held by the connection leading an fsync: when it is done (or dropped, or
+/// panics) the flag goes down and the waiting connections wake, so that one of
+/// them can lead the next fsync.
+struct Leading<'a>(&'a Persistence);
 
 impl Drop for Leading<'_> {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.0.syncing.store(false, Ordering::Release);
+        self.0.synced_notify.notify_waiters();
     }
 }
 
@@ -963,15 +966,12 @@ impl Persistence {
                 return Err(e);
             }
             if self.engine.load().is_some() && !self.syncing.swap(true, Ordering::AcqRel) {
-                // Cleared (also if this task is dropped or panics) before the
-                // waiters wake, so that one of them can lead the next fsync.
-                let leading = Leading(&self.syncing);
+                let leading = Leading(self);
                 // The connections ready on this thread append first, so that the
                 // fsync covers them too.
                 tokio::task::yield_now().await;
                 let result = self.sync_unannounced();
                 drop(leading);
-                self.synced_notify.notify_waiters();
                 match result {
                     Ok(()) => continue,
                     // Closed meanwhile: wait for the release.
@@ -1363,6 +1363,54 @@ mod tests {
             .recover(&EncodingLimits::default(), 10, &AtomicU64::new(0), None)
             .expect("recovered");
         assert_eq!(n, tasks);
+    }
+
+    /// A connection dropped while it leads (between taking the lead and its fsync)
+    /// wakes the others, one of which leads instead: nobody waits for an fsync
+    /// that will never run.
+    #[test]
+    fn a_leader_dropped_before_its_fsync_wakes_the_waiters() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let replay = Arc::new(replay::Replay::new(EncodingLimits::default()));
+        let ks = Arc::new(Keyspace::new(16, 4));
+        let p = Arc::new(
+            Persistence::open(dir.path(), ks, Appendfsync::Always, replay, 1).expect("open"),
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let mut located = strata_commands::effects::Located::new();
+            let first = p
+                .log(&[put(0, "a", b"1")], 1, &mut located)
+                .expect("logged");
+            let second = p
+                .log(&[put(0, "b", b"2")], 1, &mut located)
+                .expect("logged");
+            let (first, second) = (first.expect("number"), second.expect("number"));
+            let mut leader = Box::pin(p.wait_synced(first));
+            let polled = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(leader.as_mut().poll(cx).is_pending())
+            })
+            .await;
+            assert!(polled, "the leader yields before its fsync");
+            assert!(p.syncing.load(Ordering::Acquire));
+            let waiter = {
+                let p = p.clone();
+                tokio::spawn(async move { p.wait_synced(second).await })
+            };
+            // The waiter finds the lead taken and waits.
+            tokio::task::yield_now().await;
+            assert!(!waiter.is_finished());
+            drop(leader);
+            tokio::time::timeout(Duration::from_secs(10), waiter)
+                .await
+                .expect("woken")
+                .expect("task")
+                .expect("durable");
+            assert!(p.is_synced(second));
+        });
     }
 
     #[test]

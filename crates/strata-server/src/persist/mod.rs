@@ -1295,9 +1295,13 @@ mod tests {
     use strata_keyspace::EncodingLimits;
 
     fn open(dir: &Path) -> Persistence {
+        open_with(dir, Appendfsync::Everysec)
+    }
+
+    fn open_with(dir: &Path, fsync: Appendfsync) -> Persistence {
         let replay = Arc::new(replay::Replay::new(EncodingLimits::default()));
         let ks = Arc::new(Keyspace::new(16, 4));
-        Persistence::open(dir, ks, Appendfsync::Everysec, replay, 1).expect("open")
+        Persistence::open(dir, ks, fsync, replay, 1).expect("open")
     }
 
     fn put(db: usize, key: &str, value: &[u8]) -> Record {
@@ -1318,11 +1322,7 @@ mod tests {
     #[test]
     fn concurrent_waiters_share_fsyncs_and_all_return() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let replay = Arc::new(replay::Replay::new(EncodingLimits::default()));
-        let ks = Arc::new(Keyspace::new(16, 4));
-        let p = Arc::new(
-            Persistence::open(dir.path(), ks, Appendfsync::Always, replay, 1).expect("open"),
-        );
+        let p = Arc::new(open_with(dir.path(), Appendfsync::Always));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -1371,11 +1371,7 @@ mod tests {
     #[test]
     fn a_leader_dropped_before_its_fsync_wakes_the_waiters() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let replay = Arc::new(replay::Replay::new(EncodingLimits::default()));
-        let ks = Arc::new(Keyspace::new(16, 4));
-        let p = Arc::new(
-            Persistence::open(dir.path(), ks, Appendfsync::Always, replay, 1).expect("open"),
-        );
+        let p = Arc::new(open_with(dir.path(), Appendfsync::Always));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

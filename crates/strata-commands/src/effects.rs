@@ -155,7 +155,7 @@ pub fn record_for(
     explicit: &[Vec<Vec<u8>>],
     first: impl FnOnce(&[u8]) -> bool,
 ) -> Records {
-    let mut kinds = match db.peek(hash, &key, now_ms) {
+    let kinds = match db.peek(hash, &key, now_ms) {
         None => smallvec::smallvec![RecordKind::Delete],
         Some(entry) => {
             let mut kinds = kinds_of(db, entry, &key, rule, argv, explicit);
@@ -168,20 +168,22 @@ pub fn record_for(
             kinds
         }
     };
-    let last = kinds.pop();
     let mut records: Records = kinds
         .into_iter()
         .map(|kind| Record {
             db: db_index,
-            key: key.clone(),
+            key: Vec::new(),
             kind,
         })
         .collect();
-    records.extend(last.map(|kind| Record {
-        db: db_index,
-        key,
-        kind,
-    }));
+    // The key moves into the last record; the others (rare: a tombstone first, or
+    // a handler's several operations) get copies.
+    if let Some((last, rest)) = records.split_last_mut() {
+        for r in rest {
+            r.key.clone_from(&key);
+        }
+        last.key = key;
+    }
     records
 }
 

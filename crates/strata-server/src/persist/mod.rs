@@ -965,7 +965,12 @@ impl Persistence {
             if let Some(e) = self.write_error() {
                 return Err(e);
             }
-            if self.engine.load().is_some() && !self.syncing.swap(true, Ordering::AcqRel) {
+            // A read before the swap: the many connections one fsync wakes do not
+            // all write the flag's cache line while another leads.
+            if self.engine.load().is_some()
+                && !self.syncing.load(Ordering::Acquire)
+                && !self.syncing.swap(true, Ordering::AcqRel)
+            {
                 let leading = Leading(self);
                 // The connections ready on this thread append first, so that the
                 // fsync covers them too.

@@ -11,6 +11,12 @@
 //!   hint files.
 //! - `latency`: put and get p50/p99/p99.9 with and without a compaction running.
 //!
+//! For profiling, `writes write-only` and `writes write-many-only` run only the
+//! one-writer or the many-writer write without fsync.
+//!
+//! Every phase starts after a `sync` of the machine, so that one phase's
+//! writeback does not run in the next.
+//!
 //! Flags: `--quick` divides every count by 10; `--dir PATH` chooses where the
 //! stores are created (default: a temporary directory).
 
@@ -124,11 +130,20 @@ fn rate(ops: u64, elapsed: Duration) -> f64 {
     ops as f64 / elapsed.as_secs_f64()
 }
 
+/// A new empty directory for one phase, on a settled machine: what the phases
+/// before it left dirty is written back first, so that the kernel's writeback
+/// of their bytes does not run during (and slow down) this phase.
 fn fresh(config: &Config, name: &str) -> PathBuf {
     let dir = config.root.join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create dir");
+    settle();
     dir
+}
+
+/// Writes every dirty page of the machine back (the `sync` command).
+fn settle() {
+    let _ = std::process::Command::new("sync").status();
 }
 
 fn strata_options(policy: FsyncPolicy) -> Options {
@@ -297,6 +312,15 @@ fn writes_and_reads(config: &Config, writes: bool, reads: bool) {
     println!("| store | workload | threads | ops | seconds | ops/s |");
     println!("|---|---|---|---|---|---|");
 
+    if config.sections.iter().any(|s| s == "write-many-only") {
+        // For profiling: only the many-writer run without fsync.
+        let dir = fresh(config, "strata-never-many");
+        let engine =
+            Arc::new(Engine::open(&dir, strata_options(FsyncPolicy::Never)).expect("open"));
+        let elapsed = strata_write(&engine, n, many);
+        row("strata", "write, fsync never", many, n, elapsed);
+        return;
+    }
     // strata, fsync never: the store the read phase uses.
     let dir = fresh(config, "strata-never");
     let engine = Arc::new(Engine::open(&dir, strata_options(FsyncPolicy::Never)).expect("open"));
@@ -423,6 +447,7 @@ fn open_store(config: &Config, value_len: usize) {
     let segments = size("seg") >> 20;
     let hints = size("hint") >> 20;
     let timed_open = |label: &str| {
+        settle();
         let start = Instant::now();
         let engine = Engine::open(&dir, options.clone()).expect("open");
         let elapsed = start.elapsed();

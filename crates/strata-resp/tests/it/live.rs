@@ -48,7 +48,8 @@ impl Redis {
         };
         let redis = Redis { child, port };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while redis.exchange(b"PING\r\n") != b"+PONG\r\n" {
+        // A server still starting may refuse or reset the connection.
+        while !matches!(redis.try_exchange(b"PING\r\n"), Ok(reply) if reply == b"+PONG\r\n") {
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -58,17 +59,19 @@ impl Redis {
     /// Sends `input` on a new connection, closes the sending side, and returns all the
     /// server sent until it closed.
     fn exchange(&self, input: &[u8]) -> Vec<u8> {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return Vec::new();
-        };
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        stream.write_all(input).unwrap();
-        stream.shutdown(Shutdown::Write).unwrap();
+        self.try_exchange(input)
+            .expect("exchange with redis-server")
+    }
+
+    /// [`Redis::exchange`], with the connection's errors.
+    fn try_exchange(&self, input: &[u8]) -> std::io::Result<Vec<u8>> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        stream.write_all(input)?;
+        stream.shutdown(Shutdown::Write)?;
         let mut out = Vec::new();
-        stream.read_to_end(&mut out).unwrap();
-        out
+        stream.read_to_end(&mut out)?;
+        Ok(out)
     }
 }
 

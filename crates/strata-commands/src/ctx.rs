@@ -52,6 +52,9 @@ pub struct Keys<'a> {
     explicit_ops: Vec<(usize, Vec<u8>, Vec<Vec<u8>>)>,
     /// Records of the commands run so far, for the log.
     pub records: crate::effects::Batch,
+    /// Records made since this view was created, those merged into an earlier
+    /// one included (see [`crate::effects::extend_merging`]).
+    made: usize,
     /// The keys `records` has records of, built only when a key's database lists
     /// no records of it (see [`crate::effects::record_for`]) and kept up to date
     /// from then on, so that a long transaction asks in O(1).
@@ -87,6 +90,7 @@ impl<'a> Keys<'a> {
             changed_keys: SmallVec::new(),
             explicit_ops: Vec::new(),
             records: crate::effects::Batch::new(),
+            made: 0,
             recorded_keys: None,
             notify: None,
             client_id: 0,
@@ -120,9 +124,10 @@ impl<'a> Keys<'a> {
         held.now_ms = self.now_ms;
     }
 
-    /// Records gathered so far (this command's and those [`Keys::adopt`] took over).
-    pub(crate) fn records_len(&self) -> usize {
-        self.records.len()
+    /// Records made so far by the commands run with this view (an operation
+    /// merged into an earlier record counts too).
+    pub(crate) fn records_made(&self) -> usize {
+        self.made
     }
 
     /// Locks these shards (ascending, distinct) as [`Keys::lock_keys_unless`] does.
@@ -482,6 +487,7 @@ impl<'a> Keys<'a> {
     /// [`Keys::log_special`] for database `db`.
     pub fn log_special_in(&mut self, db: usize, kind: RecordKind) {
         if self.logging {
+            self.made += 1;
             self.records.push(Record {
                 db,
                 key: Vec::new(),
@@ -500,6 +506,13 @@ impl<'a> Keys<'a> {
         let changed = std::mem::take(&mut self.changed_keys);
         let mut explicit = std::mem::take(&mut self.explicit_ops);
         for (db_index, key) in changed {
+            if explicit.is_empty()
+                && rule == LogRule::Replay
+                && self.continue_last_op(db_index, &key, argv)
+            {
+                self.made += 1;
+                continue;
+            }
             let ops: Vec<Vec<Vec<u8>>> = explicit
                 .iter()
                 .filter(|(d, k, _)| *d == db_index && *k == key)
@@ -529,9 +542,46 @@ impl<'a> Keys<'a> {
                     set.insert(r.db, &r.key);
                 }
             }
-            earlier.extend(records);
+            self.made += records.len();
+            crate::effects::extend_merging(&mut earlier, records);
             self.records = earlier;
             self.recorded_keys = recorded;
+        }
+    }
+
+    /// The shortcut of [`crate::effects::extend_merging`]: when the batch's last
+    /// record is this same mergeable command on `key` with the expiry the key has
+    /// now, appends the command's arguments to it, with no record of its own built
+    /// first (a pipeline's run of LPUSHes onto one list). False, and nothing
+    /// changed, otherwise.
+    fn continue_last_op(&mut self, db_index: usize, key: &[u8], argv: &[&[u8]]) -> bool {
+        let continues = |records: &crate::effects::Batch| match records.last() {
+            Some(Record {
+                db,
+                key: last,
+                kind: RecordKind::Op { .. },
+            }) => *db == db_index && last == key && argv.get(1) == Some(&key),
+            _ => false,
+        };
+        if !continues(&self.records) {
+            return false;
+        }
+        let now = self.now_ms;
+        let (hash, db) = self.other_db_for(db_index, key);
+        // The key's expiry now (a value out of memory logs its expiry only).
+        let Some(now_expiry) = db
+            .peek(hash, key, now)
+            .filter(|e| !e.value.is_cold())
+            .map(|e| db.expire_at(e).unwrap_or(0))
+        else {
+            return false;
+        };
+        match self.records.last_mut() {
+            Some(Record {
+                kind: RecordKind::Op { op, expires_at },
+                ..
+            }) if *expires_at == now_expiry => crate::effects::append_args(op, argv),
+            _ => false,
         }
     }
 

@@ -91,6 +91,134 @@ fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     out.push(n as u8);
 }
 
+/// Commands whose operations on one key, one after the other, make the one
+/// operation with the arguments after the key of each in turn: `LPUSH k a` then
+/// `LPUSH k b` is `LPUSH k a b`, and `HSET k f 1` then `HSET k f 2` is
+/// `HSET k f 1 f 2`, as each applies its arguments in order.
+const MERGEABLE: [&[u8]; 4] = [b"LPUSH", b"RPUSH", b"SADD", b"HSET"];
+
+/// The start of an operation written by [`encode_op`].
+struct OpHead<'a> {
+    /// Its argument count.
+    count: usize,
+    /// Where its first argument's length is (after the count).
+    args_at: usize,
+    /// The command's name and the key, its first two arguments.
+    name: &'a [u8],
+    key: &'a [u8],
+    /// Where the arguments after the key begin.
+    rest_at: usize,
+}
+
+fn op_head(op: &[u8]) -> Option<OpHead<'_>> {
+    fn varint(op: &[u8], at: &mut usize) -> Option<usize> {
+        let mut n = 0usize;
+        for shift in (0..35).step_by(7) {
+            let b = *op.get(*at)?;
+            *at += 1;
+            n |= usize::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(n);
+            }
+        }
+        None
+    }
+    fn arg<'o>(op: &'o [u8], at: &mut usize) -> Option<&'o [u8]> {
+        let len = varint(op, at)?;
+        let start = *at;
+        *at = at.checked_add(len)?;
+        op.get(start..*at)
+    }
+    if op.first() != Some(&OP_COMMAND) {
+        return None;
+    }
+    let mut at = 1;
+    let count = varint(op, &mut at)?;
+    let args_at = at;
+    let name = arg(op, &mut at)?;
+    let key = arg(op, &mut at)?;
+    Some(OpHead {
+        count,
+        args_at,
+        name,
+        key,
+        rest_at: at,
+    })
+}
+
+/// The head of `prev` if it is a mergeable command (see [`MERGEABLE`]) named `name`
+/// (in any case) on `key`.
+fn continued_by<'p>(prev: &'p [u8], name: &[u8], key: &[u8]) -> Option<OpHead<'p>> {
+    let p = op_head(prev)?;
+    (p.key == key
+        && p.name.eq_ignore_ascii_case(name)
+        && MERGEABLE
+            .iter()
+            .any(|m| m.len() == p.name.len() && m.eq_ignore_ascii_case(p.name)))
+    .then_some(p)
+}
+
+/// Rewrites the argument count of `op`, whose arguments start at `args_at`.
+fn set_count(op: &mut Vec<u8>, args_at: usize, count: usize) {
+    // The varint on the stack.
+    let mut bytes = [0u8; 10];
+    let mut len = 0;
+    let mut n = count;
+    while n >= 0x80 {
+        bytes[len] = (n as u8 & 0x7f) | 0x80;
+        n >>= 7;
+        len += 1;
+    }
+    bytes[len] = n as u8;
+    let bytes = &bytes[..=len];
+    match op.get_mut(1..args_at) {
+        // The usual case: the count's varint keeps its length.
+        Some(old) if old.len() == bytes.len() => old.copy_from_slice(bytes),
+        _ => {
+            op.splice(1..args_at, bytes.iter().copied());
+        }
+    }
+}
+
+/// Merges operation `next` into `prev` (see [`MERGEABLE`]) when both are the same
+/// mergeable command on the same key, so that a pipeline's run of pushes onto one
+/// list is one record; false, and `prev` unchanged, otherwise.
+pub fn merge_ops(prev: &mut Vec<u8>, next: &[u8]) -> bool {
+    let Some(n) = op_head(next).filter(|n| n.count >= 3) else {
+        return false;
+    };
+    let Some(p) = continued_by(prev, n.name, n.key) else {
+        return false;
+    };
+    let (args_at, count) = (p.args_at, p.count + n.count - 2);
+    set_count(prev, args_at, count);
+    prev.extend_from_slice(&next[n.rest_at..]);
+    true
+}
+
+/// [`merge_ops`] with the next command's arguments as they came: appends those
+/// after the key to `prev` when `argv` is the same mergeable command on the same
+/// key, without encoding an operation of its own first.
+pub fn append_args(prev: &mut Vec<u8>, argv: &[&[u8]]) -> bool {
+    let [name, key, rest @ ..] = argv else {
+        return false;
+    };
+    if rest.is_empty() {
+        return false;
+    }
+    let Some(p) = continued_by(prev, name, key) else {
+        return false;
+    };
+    let (args_at, count) = (p.args_at, p.count + rest.len());
+    set_count(prev, args_at, count);
+    prev.reserve(rest.iter().map(|a| a.len() + 10).sum());
+    for a in rest {
+        put_varint(prev, a.len() as u64);
+        prev.extend_from_slice(a);
+    }
+    true
+}
+
 /// Reads an operation written by [`encode_op`] (`None` for an expiry-only one).
 /// Errors on malformed bytes; never panics.
 pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
@@ -189,6 +317,27 @@ pub fn record_for(
 
 /// A batch of records to append (most batches hold one command's one record).
 pub type Batch = smallvec::SmallVec<[Record; 2]>;
+
+/// Appends one key's `records` to `batch`; an operation that continues the batch's
+/// last one (same key, same expiry, see [`merge_ops`]) joins it instead of
+/// becoming a record of its own.
+pub fn extend_merging(batch: &mut Batch, records: Records) {
+    if let [next] = records.as_slice()
+        && let RecordKind::Op {
+            op: next_op,
+            expires_at: next_expiry,
+        } = &next.kind
+        && let Some(prev) = batch.last_mut()
+        && prev.db == next.db
+        && prev.key == next.key
+        && let RecordKind::Op { op, expires_at } = &mut prev.kind
+        && *expires_at == *next_expiry
+        && merge_ops(op, next_op)
+    {
+        return;
+    }
+    batch.extend(records);
+}
 
 /// Where each record of a batch went, when the keyspace is to list it (see
 /// [`crate::Server::log`]).
@@ -291,5 +440,131 @@ mod tests {
         for cut in 0..op.len() {
             assert!(decode_op(&op[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    fn op(argv: &[&str]) -> Vec<u8> {
+        encode_op(argv)
+    }
+
+    fn args(op: &[u8]) -> Vec<String> {
+        decode_op(op)
+            .expect("decodes")
+            .expect("a command")
+            .into_iter()
+            .map(|a| String::from_utf8(a).expect("utf-8"))
+            .collect()
+    }
+
+    #[test]
+    fn the_same_push_on_the_same_key_merges_into_one_operation() {
+        let mut prev = op(&["LPUSH", "k", "a"]);
+        assert!(merge_ops(&mut prev, &op(&["lpush", "k", "b", "c"])));
+        assert_eq!(args(&prev), ["LPUSH", "k", "a", "b", "c"]);
+        let mut hash = op(&["HSET", "h", "f", "1"]);
+        assert!(merge_ops(&mut hash, &op(&["HSET", "h", "f", "2"])));
+        assert_eq!(args(&hash), ["HSET", "h", "f", "1", "f", "2"]);
+
+        // Another key, another command, a command that is not a plain sequence of
+        // arguments, or an expiry-only operation: no merge, nothing changed.
+        for next in [
+            op(&["LPUSH", "other", "b"]),
+            op(&["RPUSH", "k", "b"]),
+            op(&["LPUSH", "k"]),
+            vec![OP_EXPIRY],
+        ] {
+            let mut prev = op(&["LPUSH", "k", "a"]);
+            assert!(!merge_ops(&mut prev, &next));
+            assert_eq!(args(&prev), ["LPUSH", "k", "a"]);
+        }
+        let mut zadd = op(&["ZADD", "z", "1", "m"]);
+        assert!(!merge_ops(&mut zadd, &op(&["ZADD", "z", "NX", "2", "m"])));
+        let mut expiry = vec![OP_EXPIRY];
+        assert!(!merge_ops(&mut expiry, &op(&["LPUSH", "k", "a"])));
+    }
+
+    #[test]
+    fn a_command_as_it_came_continues_the_same_operation() {
+        let mut prev = op(&["RPUSH", "k", "a"]);
+        let argv: [&[u8]; 4] = [b"rpush", b"k", b"b", b""];
+        assert!(append_args(&mut prev, &argv));
+        assert_eq!(args(&prev), ["RPUSH", "k", "a", "b", ""]);
+        for argv in [
+            [&b"RPUSH"[..], b"j", b"c"],
+            [&b"LPUSH"[..], b"k", b"c"],
+            [&b"SET"[..], b"k", b"c"],
+        ] {
+            assert!(!append_args(&mut prev, &argv));
+        }
+        assert!(!append_args(&mut prev, &[b"RPUSH", b"k"]));
+        assert_eq!(args(&prev), ["RPUSH", "k", "a", "b", ""]);
+    }
+
+    #[test]
+    fn a_merged_count_may_take_a_longer_varint() {
+        let mut prev = op(&["RPUSH", "k", "0"]);
+        for i in 1..300 {
+            assert!(merge_ops(&mut prev, &op(&["RPUSH", "k", &i.to_string()])));
+        }
+        let expected: Vec<String> = ["RPUSH".to_string(), "k".to_string()]
+            .into_iter()
+            .chain((0..300).map(|i| i.to_string()))
+            .collect();
+        assert_eq!(args(&prev), expected);
+    }
+
+    fn record(key: &str, kind: RecordKind) -> Record {
+        Record {
+            db: 0,
+            key: key.as_bytes().to_vec(),
+            kind,
+        }
+    }
+
+    fn push(key: &str, element: &str, expires_at: u64) -> Records {
+        smallvec::smallvec![record(
+            key,
+            RecordKind::Op {
+                op: op(&["LPUSH", key, element]),
+                expires_at,
+            },
+        )]
+    }
+
+    #[test]
+    fn a_batch_merges_only_consecutive_operations_of_one_key_and_expiry() {
+        let mut batch = Batch::new();
+        extend_merging(&mut batch, push("k", "a", 0));
+        extend_merging(&mut batch, push("k", "b", 0));
+        assert_eq!(batch.len(), 1);
+        // Another expiry (the key was recreated without its TTL, say): a record of
+        // its own.
+        extend_merging(&mut batch, push("k", "c", 7));
+        assert_eq!(batch.len(), 2);
+        // Another key between two pushes onto one key keeps them apart.
+        extend_merging(&mut batch, push("j", "x", 0));
+        extend_merging(&mut batch, push("k", "d", 7));
+        assert_eq!(batch.len(), 4);
+        // A tombstone and an operation (a key's first record) are never merged.
+        let mut pair = push("k", "e", 7);
+        pair.insert(0, record("k", RecordKind::Fresh));
+        extend_merging(&mut batch, pair);
+        assert_eq!(batch.len(), 6);
+        let ops: Vec<Vec<String>> = batch
+            .iter()
+            .filter_map(|r| match &r.kind {
+                RecordKind::Op { op, .. } => Some(args(op)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                vec!["LPUSH", "k", "a", "b"],
+                vec!["LPUSH", "k", "c"],
+                vec!["LPUSH", "j", "x"],
+                vec!["LPUSH", "k", "d"],
+                vec!["LPUSH", "k", "e"],
+            ]
+        );
     }
 }

@@ -448,8 +448,8 @@ fn run_in<'a>(
         }
     }
     let proto = conn.proto;
-    // Records of the commands run before under a held shard.
-    let adopted = keys.records_len();
+    // Records made before this command (under a held shard).
+    let adopted = keys.records_made();
     let mut ctx = Ctx {
         keys: &mut keys,
         out: ReplyWriter::new(out, proto),
@@ -489,7 +489,7 @@ fn run_in<'a>(
             true
         }
     };
-    let reply = (keys.records_len() > adopted).then_some(*start..out.len());
+    let reply = (keys.records_made() > adopted).then_some(*start..out.len());
     let mut durable = None;
     if shard.is_some() && !tiering && ready.is_empty() && conn.block.is_none() {
         // Its shard and records stay for the next command (see `Held`).

@@ -789,6 +789,64 @@ fn an_operation_on_a_recreated_key_never_builds_on_its_expired_value() {
     assert_eq!(len, 100_001);
 }
 
+/// A pipeline's consecutive pushes onto one key are logged as one operation (see
+/// `effects::extend_merging`): replayed, they must build the same values in the
+/// same order, with the expiry each had.
+#[test]
+fn pipelined_runs_on_one_key_replay_in_order_after_kill9() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args = ["--appendfsync", "always"];
+    let mut server = strata_in(dir.path(), &args);
+    let mut conn = server.redis();
+    // Big enough that each command logs its operation rather than the whole value.
+    let elements: Vec<String> = (0..300).map(|i| format!("element-{i}")).collect();
+    let _: () = conn.rpush("l", &elements).expect("rpush");
+    let fields: Vec<(String, usize)> = (0..100).map(|i| (format!("field-{i}"), i)).collect();
+    let _: () = conn.hset_multiple("h", &fields).expect("hset");
+    let _: () = conn.sadd("s", &elements[..100]).expect("sadd");
+    let mut pipe = redis::pipe();
+    for i in 0..40 {
+        pipe.cmd("LPUSH").arg("l").arg(format!("a{i}")).ignore();
+        pipe.cmd("lpush")
+            .arg("l")
+            .arg(format!("b{i}"))
+            .arg(format!("c{i}"))
+            .ignore();
+        pipe.cmd("RPUSH").arg("l").arg(format!("d{i}")).ignore();
+        pipe.cmd("RPUSH").arg("l").arg(format!("e{i}")).ignore();
+        pipe.cmd("HSET")
+            .arg("h")
+            .arg(format!("f{}", i % 7))
+            .arg(i)
+            .ignore();
+        pipe.cmd("HSET")
+            .arg("h")
+            .arg(format!("f{}", i % 5))
+            .arg(i * 10)
+            .ignore();
+        pipe.cmd("SADD")
+            .arg("s")
+            .arg(format!("m{}", i % 11))
+            .ignore();
+        pipe.cmd("SADD").arg("s").arg(format!("n{i}")).ignore();
+        if i == 20 {
+            // A TTL in the middle of a run: the pushes after it carry it.
+            pipe.cmd("PEXPIRE").arg("l").arg(600_000).ignore();
+        }
+    }
+    let () = pipe.query(&mut conn).expect("pipeline");
+    let before = dataset(&mut conn);
+    let len: usize = conn.llen("l").expect("llen");
+    assert_eq!(len, 300 + 40 * 5);
+    drop(conn);
+    server.kill9();
+    let server = strata_in(dir.path(), &args);
+    let mut conn = server.redis();
+    assert_eq!(dataset(&mut conn), before, "after kill -9");
+    let ttl: i64 = conn.pttl("l").expect("pttl");
+    assert!(ttl > 500_000, "{ttl}");
+}
+
 #[test]
 fn snapshots_with_the_log_off_and_switching_it_at_run_time() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -180,9 +180,9 @@ fn set_count(op: &mut Vec<u8>, args_at: usize, count: usize) {
     }
 }
 
-/// Merges operation `next` into `prev` (see [`MERGEABLE`]) when both are the same
-/// mergeable command on the same key, so that a pipeline's run of pushes onto one
-/// list is one record; false, and `prev` unchanged, otherwise.
+/// Merges operation `next` into `prev` when both are the same mergeable command
+/// (LPUSH, RPUSH, SADD or HSET) on the same key, so that a pipeline's run of pushes
+/// onto one list is one record; false, and `prev` unchanged, otherwise.
 pub fn merge_ops(prev: &mut Vec<u8>, next: &[u8]) -> bool {
     let Some(n) = op_head(next).filter(|n| n.count >= 3) else {
         return false;

@@ -170,12 +170,46 @@ async fn wait_for_shutdown(state: &Arc<ServerState>) {
         tokio::select! {
             _ = term_fut => tracing::warn!("Received SIGTERM scheduling shutdown..."),
             _ = int_fut => tracing::warn!("Received SIGINT scheduling shutdown..."),
-            _ = signal.changed() => {}
+            // The value, not a change of it: a shutdown begun before this point
+            // (a dataset that failed to load at once) is not missed.
+            _ = signal.wait_for(|down| *down) => {}
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = signal.changed().await;
+        let _ = signal.wait_for(|down| *down).await;
     }
     state.begin_shutdown();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use config::Config;
+
+    /// A shutdown begun before anything waits for it (a dataset that failed to load
+    /// at once, while the listeners were still being set up) is not missed: the
+    /// server exits instead of waiting for a signal that was already given.
+    #[tokio::test]
+    async fn a_shutdown_begun_before_the_wait_is_not_missed() {
+        let config = Config {
+            appendonly: false,
+            ..Config::default()
+        };
+        let state = ServerState::new(
+            config,
+            ConfigSource {
+                file: None,
+                overrides: 0,
+            },
+        );
+        state.begin_shutdown();
+        let waited = tokio::time::timeout(Duration::from_secs(5), wait_for_shutdown(&state)).await;
+        assert!(waited.is_ok(), "the shutdown was missed");
+
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let accepting = tokio::spawn(listener::accept_loop(state.clone(), listener, None));
+        let stopped = tokio::time::timeout(Duration::from_secs(5), accepting).await;
+        assert!(stopped.is_ok(), "the accept loop missed the shutdown");
+    }
 }

@@ -88,7 +88,9 @@ pub async fn accept_loop(
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
-            _ = shutdown.changed() => return,
+            // The value, not a change of it: a shutdown begun before this loop
+            // started is not missed.
+            _ = shutdown.wait_for(|down| *down) => return,
         };
         let (mut stream, peer) = match accepted {
             Ok(x) => x,

@@ -9,15 +9,26 @@ use std::time::{Duration, Instant};
 use strata_resp::value::{Value, decode, encode_request};
 
 /// A loopback port nobody listens on right now, and never the same one twice in this
-/// process: the system readily hands a just-released port out again, and two servers
-/// started at once by parallel tests must not end up sharing one.
+/// process. It is below the kernel's ephemeral range (32768 and up on Linux), where
+/// the client sockets of the many tests running at once take their local ports: a
+/// port from that range, free when checked, could be a client's by the time the
+/// server binds it (seen: "Address already in use").
 pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // Test processes run one after another but may overlap a little (a server
+    // still exiting): each starts somewhere else in the span.
+    let start = std::process::id().wrapping_mul(7_919) % SPAN;
     loop {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-        let port = l.local_addr().expect("local addr").port();
-        if GIVEN.lock().expect("port registry").insert(port) {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            n < SPAN,
+            "no free loopback port left below the ephemeral range"
+        );
+        let port = (LOW + (start + n) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
     }

@@ -642,10 +642,14 @@ fn lock_for(
         true
     } else {
         let positions: SmallVec<[usize; 8]> = key_positions(cmd, argv).into_iter().collect();
-        keys.lock_keys_unless(
+        let locked = keys.lock_keys_unless(
             positions.iter().filter_map(|&i| argv.get(i).copied()),
             &give_up,
-        )
+        );
+        if locked && cmd.flags.contains(Flags::WRITE) {
+            keys.expect_changes(positions.len());
+        }
+        locked
     };
     match locked {
         true => Ok(()),

@@ -629,12 +629,17 @@ impl Inner {
         out: &mut Entries<'a>,
         mut own: Option<&mut SmallVec<[usize; 4]>>,
     ) {
+        out.reserve(ops.len());
+        if let Some(own) = own.as_deref_mut() {
+            own.reserve(ops.len());
+        }
         // Only merges need the time; puts and deletes never read the clock.
         let mut now = None;
         // The expiry of keys written earlier in this batch (`None`: deleted).
         let mut touched: HashMap<&[u8], Option<u64>, foldhash::fast::RandomState> =
             HashMap::default();
-        let batch = ops.len() > 1;
+        // Only a merge reads what the batch wrote before it.
+        let batch = ops.len() > 1 && ops.iter().any(|op| op.kind == Kind::Merge);
         for op in ops {
             let version = self.version_for(op.meta.version);
             let expires_at = match op.kind {

@@ -781,7 +781,6 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
-    use crate::config::{Config, ConfigSource};
 
     thread_local! {
         /// Allocations made by the current thread (other tests run on other threads).
@@ -835,17 +834,7 @@ mod tests {
 
     impl Client {
         fn new() -> Client {
-            let config = Config {
-                appendonly: false,
-                ..Config::default()
-            };
-            let state = ServerState::new(
-                config,
-                ConfigSource {
-                    file: None,
-                    overrides: 0,
-                },
-            );
+            let state = ServerState::for_tests();
             let info = Arc::new(ClientInfo::new(
                 1,
                 "127.0.0.1:1".into(),

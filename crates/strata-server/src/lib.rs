@@ -185,24 +185,13 @@ async fn wait_for_shutdown(state: &Arc<ServerState>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use config::Config;
 
     /// A shutdown begun before anything waits for it (a dataset that failed to load
     /// at once, while the listeners were still being set up) is not missed: the
     /// server exits instead of waiting for a signal that was already given.
     #[tokio::test]
     async fn a_shutdown_begun_before_the_wait_is_not_missed() {
-        let config = Config {
-            appendonly: false,
-            ..Config::default()
-        };
-        let state = ServerState::new(
-            config,
-            ConfigSource {
-                file: None,
-                overrides: 0,
-            },
-        );
+        let state = ServerState::for_tests();
         state.begin_shutdown();
         let waited = tokio::time::timeout(Duration::from_secs(5), wait_for_shutdown(&state)).await;
         assert!(waited.is_ok(), "the shutdown was missed");

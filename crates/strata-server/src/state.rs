@@ -81,6 +81,22 @@ pub fn unix_ms() -> u64 {
 }
 
 impl ServerState {
+    /// A server's state for unit tests: the default configuration with the log off.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Arc<ServerState> {
+        let config = Config {
+            appendonly: false,
+            ..Config::default()
+        };
+        ServerState::new(
+            config,
+            ConfigSource {
+                file: None,
+                overrides: 0,
+            },
+        )
+    }
+
     pub fn new(config: Config, source: ConfigSource) -> Arc<ServerState> {
         let mut registry = strata_commands::registry();
         // Checked when the configuration was read.

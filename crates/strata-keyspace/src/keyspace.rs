@@ -154,6 +154,26 @@ impl Keyspace {
         self.shards[shard].0.lock()
     }
 
+    /// Locks a shard if it is free now or within `spins` busy-wait rounds (a
+    /// processor pause each), without a system call; `None` otherwise. A shard is
+    /// held for a few microseconds at a time (one command, or a pipeline's run on
+    /// one key and its log append): a short spin takes it where the mutex's own wait
+    /// would yield the processor and sleep, which costs system calls and context
+    /// switches on both threads.
+    pub fn try_lock_spin(&self, shard: usize, spins: u32) -> Option<MutexGuard<'_, Shard>> {
+        let m = &self.shards[shard].0;
+        for _ in 0..spins {
+            // Read before trying, so that waiting does not write the lock's line.
+            if !m.is_locked()
+                && let Some(g) = m.try_lock()
+            {
+                return Some(g);
+            }
+            std::hint::spin_loop();
+        }
+        m.try_lock()
+    }
+
     /// Locks a shard unless another holder keeps it for longer than `wait`.
     pub fn try_lock_for(
         &self,

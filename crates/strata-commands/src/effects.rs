@@ -14,6 +14,7 @@
 //! multi-key commands give explicit per-key operations (`ctx.keys.log_op`): SPOP as
 //! SREM of the members popped, a blocking pop as the plain pop on the key served.
 
+use smallvec::SmallVec;
 use strata_keyspace::serialize;
 use strata_keyspace::{Db, Value};
 
@@ -184,6 +185,17 @@ fn set_count(op: &mut Vec<u8>, args_at: usize, count: usize) {
 /// (LPUSH, RPUSH, SADD or HSET) on the same key, so that a pipeline's run of pushes
 /// onto one list is one record; false, and `prev` unchanged, otherwise.
 pub fn merge_ops(prev: &mut Vec<u8>, next: &[u8]) -> bool {
+    if let Some(n) = op_head(next)
+        && is_pop(n.name)
+    {
+        return match decode_op(next) {
+            Ok(Some(argv)) => {
+                let argv: SmallVec<[&[u8]; 3]> = argv.iter().map(Vec::as_slice).collect();
+                merge_pops(prev, &argv)
+            }
+            _ => false,
+        };
+    }
     let Some(n) = op_head(next).filter(|n| n.count >= 3) else {
         return false;
     };
@@ -196,6 +208,51 @@ pub fn merge_ops(prev: &mut Vec<u8>, next: &[u8]) -> bool {
     true
 }
 
+/// LPOP and RPOP: a run of pops from one end of one list is one pop of their
+/// summed counts (`LPOP k` twice is `LPOP k 2`), as long as the list outlives it
+/// (a pop that empties it deletes the key, which is a record of another kind).
+fn is_pop(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"LPOP") || name.eq_ignore_ascii_case(b"RPOP")
+}
+
+/// How many elements a pop's arguments take (`None` unless a plain positive count).
+fn pop_count(argv: &[&[u8]]) -> Option<u64> {
+    match argv {
+        [_, _] => Some(1),
+        [_, _, count] => std::str::from_utf8(count)
+            .ok()?
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n > 0 && !count.starts_with(b"+") && !count.starts_with(b"0")),
+        _ => None,
+    }
+}
+
+/// Merges the pop `next` (a command's arguments) into the pop `prev` from the same
+/// end of the same list: `prev` becomes one pop of both counts.
+fn merge_pops(prev: &mut Vec<u8>, next: &[&[u8]]) -> bool {
+    let [name, key, ..] = next else {
+        return false;
+    };
+    if !is_pop(name) {
+        return false;
+    }
+    let Ok(Some(old)) = decode_op(prev) else {
+        return false;
+    };
+    let old: SmallVec<[&[u8]; 3]> = old.iter().map(Vec::as_slice).collect();
+    let (Some(a), Some(b)) = (pop_count(&old), pop_count(next)) else {
+        return false;
+    };
+    let same = old.first().is_some_and(|n| n.eq_ignore_ascii_case(name)) && old.get(1) == Some(key);
+    let Some(total) = a.checked_add(b).filter(|_| same) else {
+        return false;
+    };
+    let total = total.to_string();
+    *prev = encode_op(&[old[0], key, total.as_bytes()]);
+    true
+}
+
 /// [`merge_ops`] with the next command's arguments as they came: appends those
 /// after the key to `prev` when `argv` is the same mergeable command on the same
 /// key, without encoding an operation of its own first.
@@ -203,6 +260,9 @@ pub fn append_args(prev: &mut Vec<u8>, argv: &[&[u8]]) -> bool {
     let [name, key, rest @ ..] = argv else {
         return false;
     };
+    if is_pop(name) {
+        return merge_pops(prev, argv);
+    }
     if rest.is_empty() {
         return false;
     }
@@ -497,6 +557,33 @@ mod tests {
         }
         assert!(!append_args(&mut prev, &[b"RPUSH", b"k"]));
         assert_eq!(args(&prev), ["RPUSH", "k", "a", "b", ""]);
+    }
+
+    #[test]
+    fn pops_from_one_end_of_one_list_add_up() {
+        let mut prev = op(&["LPOP", "k"]);
+        assert!(append_args(&mut prev, &[b"lpop", b"k"]));
+        assert_eq!(args(&prev), ["LPOP", "k", "2"]);
+        assert!(merge_ops(&mut prev, &op(&["LPOP", "k", "3"])));
+        assert_eq!(args(&prev), ["LPOP", "k", "5"]);
+        // The other end, another list, or a count that is not a plain positive
+        // number: no merge, nothing changed.
+        for next in [
+            op(&["RPOP", "k"]),
+            op(&["LPOP", "j"]),
+            op(&["LPOP", "k", "0"]),
+            op(&["LPOP", "k", "-1"]),
+            op(&["LPOP", "k", "x"]),
+            op(&["LPOP", "k", "+1"]),
+            op(&["LPOP", "k", "1", "2"]),
+        ] {
+            assert!(!merge_ops(&mut prev, &next));
+        }
+        assert!(!append_args(&mut prev, &[b"RPOP", b"k", b"2"]));
+        assert_eq!(args(&prev), ["LPOP", "k", "5"]);
+        let mut push = op(&["LPUSH", "k", "a"]);
+        assert!(!append_args(&mut push, &[b"LPOP", b"k"]));
+        assert!(!merge_ops(&mut prev, &op(&["LPUSH", "k", "a"])));
     }
 
     #[test]

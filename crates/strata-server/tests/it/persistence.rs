@@ -834,10 +834,18 @@ fn pipelined_runs_on_one_key_replay_in_order_after_kill9() {
             pipe.cmd("PEXPIRE").arg("l").arg(600_000).ignore();
         }
     }
+    // Runs of pops from each end (a run is logged as one pop of the summed count).
+    for _ in 0..10 {
+        pipe.cmd("LPOP").arg("l").ignore();
+        pipe.cmd("lpop").arg("l").arg(2).ignore();
+        pipe.cmd("RPOP").arg("l").ignore();
+        pipe.cmd("RPOP").arg("l").ignore();
+        pipe.cmd("LPOP").arg("l").ignore();
+    }
     let () = pipe.query(&mut conn).expect("pipeline");
     let before = dataset(&mut conn);
     let len: usize = conn.llen("l").expect("llen");
-    assert_eq!(len, 300 + 40 * 5);
+    assert_eq!(len, 300 + 40 * 5 - 10 * 6);
     drop(conn);
     server.kill9();
     let server = strata_in(dir.path(), &args);

@@ -116,25 +116,32 @@ fn values_not_in_the_page_cache_are_read_off_the_event_loop() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(hinted(), "sealed segments still without hints");
-    let mut dropped = false;
-    for entry in std::fs::read_dir(&data).expect("data directory") {
-        let file = std::fs::File::open(entry.expect("entry").path()).expect("open");
-        // Clean pages only are dropped: SAVE made them clean. A file system kept in
-        // memory (tmpfs) has no device to wait for and keeps them.
-        // (`f_type`'s integer type differs between platforms.)
-        #[allow(clippy::unnecessary_cast)]
-        let in_memory = rustix::fs::fstatfs(&file).is_ok_and(|s| s.f_type as i64 == 0x0102_1994);
-        if !in_memory {
-            rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
-            dropped = true;
+    let drop_pages = || {
+        let mut dropped = false;
+        for entry in std::fs::read_dir(&data).expect("data directory") {
+            let file = std::fs::File::open(entry.expect("entry").path()).expect("open");
+            // Clean pages only are dropped: SAVE made them clean. A file system kept
+            // in memory (tmpfs) has no device to wait for and keeps them.
+            // (`f_type`'s integer type differs between platforms.)
+            #[allow(clippy::unnecessary_cast)]
+            let in_memory =
+                rustix::fs::fstatfs(&file).is_ok_and(|s| s.f_type as i64 == 0x0102_1994);
+            if !in_memory {
+                rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
+                dropped = true;
+            }
         }
-    }
-    check_all(&mut c, n, size);
-    if dropped {
-        assert!(
-            info_field(&mut c, "tiered_deferred_reads") > 0,
-            "no read was handed to the blocking-I/O pool"
-        );
+        dropped
+    };
+    // A busy machine's other work (or the store's own background reads) may bring
+    // the pages back before the reads below reach them: a few rounds at most.
+    for round in 0..3 {
+        let dropped = drop_pages();
+        check_all(&mut c, n, size);
+        if !dropped || info_field(&mut c, "tiered_deferred_reads") > 0 {
+            break;
+        }
+        assert!(round < 2, "no read was handed to the blocking-I/O pool");
     }
     c.send(&[b"SHUTDOWN", b"NOSAVE"]);
     assert!(server.wait_exit(Duration::from_secs(20)).is_some());

@@ -84,12 +84,71 @@ pub fn encode_op<B: AsRef<[u8]>>(argv: &[B]) -> Vec<u8> {
     out
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+fn put_varint(out: &mut Vec<u8>, n: u64) {
+    let (bytes, len) = varint(n);
+    out.extend_from_slice(&bytes[..len]);
+}
+
+/// `n` as a varint (7 bits a byte, low first), and its length.
+fn varint(mut n: u64) -> ([u8; 10], usize) {
+    let mut bytes = [0u8; 10];
+    let mut len = 0;
     while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
+        bytes[len] = (n as u8 & 0x7f) | 0x80;
         n >>= 7;
+        len += 1;
     }
-    out.push(n as u8);
+    bytes[len] = n as u8;
+    (bytes, len + 1)
+}
+
+/// Reads the varint at `*at` and moves past it.
+fn read_varint(buf: &[u8], at: &mut usize) -> Result<usize, &'static str> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let &b = buf.get(*at).ok_or("operation truncated")?;
+        *at += 1;
+        n |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return usize::try_from(n).map_err(|_| "length out of range");
+        }
+    }
+    Err("length out of range")
+}
+
+/// Reads the length-prefixed argument at `*at` and moves past it.
+fn read_arg<'b>(buf: &'b [u8], at: &mut usize) -> Result<&'b [u8], &'static str> {
+    let len = read_varint(buf, at)?;
+    let arg = at
+        .checked_add(len)
+        .and_then(|end| buf.get(*at..end))
+        .ok_or("operation truncated")?;
+    *at += len;
+    Ok(arg)
+}
+
+/// The arguments of an operation written by [`encode_op`], borrowed (`None` for an
+/// expiry-only one). Errors on malformed bytes; never panics.
+fn op_args(bytes: &[u8]) -> Result<Option<SmallVec<[&[u8]; 4]>>, &'static str> {
+    let (&tag, _) = bytes.split_first().ok_or("empty operation")?;
+    match tag {
+        OP_EXPIRY => return Ok(None),
+        OP_COMMAND => {}
+        _ => return Err("unknown operation"),
+    }
+    let mut at = 1;
+    let count = read_varint(bytes, &mut at)?;
+    if count > bytes.len() - at {
+        return Err("operation truncated");
+    }
+    let mut argv = SmallVec::with_capacity(count);
+    for _ in 0..count {
+        argv.push(read_arg(bytes, &mut at)?);
+    }
+    if at != bytes.len() {
+        return Err("bytes after the operation");
+    }
+    Ok(Some(argv))
 }
 
 /// Commands whose operations on one key, one after the other, make the one
@@ -98,7 +157,8 @@ fn put_varint(out: &mut Vec<u8>, mut n: u64) {
 /// `HSET k f 1 f 2`, as each applies its arguments in order.
 const MERGEABLE: [&[u8]; 4] = [b"LPUSH", b"RPUSH", b"SADD", b"HSET"];
 
-/// The start of an operation written by [`encode_op`].
+/// The start of an operation written by [`encode_op`]: what merging into it needs,
+/// read without walking its (growing) list of arguments.
 struct OpHead<'a> {
     /// Its argument count.
     count: usize,
@@ -107,43 +167,22 @@ struct OpHead<'a> {
     /// The command's name and the key, its first two arguments.
     name: &'a [u8],
     key: &'a [u8],
-    /// Where the arguments after the key begin.
-    rest_at: usize,
 }
 
 fn op_head(op: &[u8]) -> Option<OpHead<'_>> {
-    fn varint(op: &[u8], at: &mut usize) -> Option<usize> {
-        let mut n = 0usize;
-        for shift in (0..35).step_by(7) {
-            let b = *op.get(*at)?;
-            *at += 1;
-            n |= usize::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(n);
-            }
-        }
-        None
-    }
-    fn arg<'o>(op: &'o [u8], at: &mut usize) -> Option<&'o [u8]> {
-        let len = varint(op, at)?;
-        let start = *at;
-        *at = at.checked_add(len)?;
-        op.get(start..*at)
-    }
     if op.first() != Some(&OP_COMMAND) {
         return None;
     }
     let mut at = 1;
-    let count = varint(op, &mut at)?;
+    let count = read_varint(op, &mut at).ok()?;
     let args_at = at;
-    let name = arg(op, &mut at)?;
-    let key = arg(op, &mut at)?;
+    let name = read_arg(op, &mut at).ok()?;
+    let key = read_arg(op, &mut at).ok()?;
     Some(OpHead {
         count,
         args_at,
         name,
         key,
-        rest_at: at,
     })
 }
 
@@ -161,17 +200,8 @@ fn continued_by<'p>(prev: &'p [u8], name: &[u8], key: &[u8]) -> Option<OpHead<'p
 
 /// Rewrites the argument count of `op`, whose arguments start at `args_at`.
 fn set_count(op: &mut Vec<u8>, args_at: usize, count: usize) {
-    // The varint on the stack.
-    let mut bytes = [0u8; 10];
-    let mut len = 0;
-    let mut n = count;
-    while n >= 0x80 {
-        bytes[len] = (n as u8 & 0x7f) | 0x80;
-        n >>= 7;
-        len += 1;
-    }
-    bytes[len] = n as u8;
-    let bytes = &bytes[..=len];
+    let (bytes, len) = varint(count as u64);
+    let bytes = &bytes[..len];
     match op.get_mut(1..args_at) {
         // The usual case: the count's varint keeps its length.
         Some(old) if old.len() == bytes.len() => old.copy_from_slice(bytes),
@@ -182,30 +212,14 @@ fn set_count(op: &mut Vec<u8>, args_at: usize, count: usize) {
 }
 
 /// Merges operation `next` into `prev` when both are the same mergeable command
-/// (LPUSH, RPUSH, SADD or HSET) on the same key, so that a pipeline's run of pushes
-/// onto one list is one record; false, and `prev` unchanged, otherwise.
+/// (LPUSH, RPUSH, SADD or HSET; or pops, see [`append_args`]) on the same key, so
+/// that a pipeline's run of pushes onto one list is one record; false, and `prev`
+/// unchanged, otherwise.
 pub fn merge_ops(prev: &mut Vec<u8>, next: &[u8]) -> bool {
-    if let Some(n) = op_head(next)
-        && is_pop(n.name)
-    {
-        return match decode_op(next) {
-            Ok(Some(argv)) => {
-                let argv: SmallVec<[&[u8]; 3]> = argv.iter().map(Vec::as_slice).collect();
-                merge_pops(prev, &argv)
-            }
-            _ => false,
-        };
+    match op_args(next) {
+        Ok(Some(argv)) => append_args(prev, &argv),
+        _ => false,
     }
-    let Some(n) = op_head(next).filter(|n| n.count >= 3) else {
-        return false;
-    };
-    let Some(p) = continued_by(prev, n.name, n.key) else {
-        return false;
-    };
-    let (args_at, count) = (p.args_at, p.count + n.count - 2);
-    set_count(prev, args_at, count);
-    prev.extend_from_slice(&next[n.rest_at..]);
-    true
 }
 
 /// LPOP and RPOP: a run of pops from one end of one list is one pop of their
@@ -219,11 +233,12 @@ fn is_pop(name: &[u8]) -> bool {
 fn pop_count(argv: &[&[u8]]) -> Option<u64> {
     match argv {
         [_, _] => Some(1),
+        // Written as Redis writes it back: no sign, no leading zero.
         [_, _, count] => std::str::from_utf8(count)
             .ok()?
             .parse::<u64>()
             .ok()
-            .filter(|&n| n > 0 && !count.starts_with(b"+") && !count.starts_with(b"0")),
+            .filter(|&n| n > 0 && n.to_string().as_bytes() == *count),
         _ => None,
     }
 }
@@ -237,10 +252,9 @@ fn merge_pops(prev: &mut Vec<u8>, next: &[&[u8]]) -> bool {
     if !is_pop(name) {
         return false;
     }
-    let Ok(Some(old)) = decode_op(prev) else {
+    let Ok(Some(old)) = op_args(prev) else {
         return false;
     };
-    let old: SmallVec<[&[u8]; 3]> = old.iter().map(Vec::as_slice).collect();
     let (Some(a), Some(b)) = (pop_count(&old), pop_count(next)) else {
         return false;
     };
@@ -249,13 +263,16 @@ fn merge_pops(prev: &mut Vec<u8>, next: &[&[u8]]) -> bool {
         return false;
     };
     let total = total.to_string();
-    *prev = encode_op(&[old[0], key, total.as_bytes()]);
+    let merged = encode_op(&[old[0], key, total.as_bytes()]);
+    drop(old);
+    *prev = merged;
     true
 }
 
-/// [`merge_ops`] with the next command's arguments as they came: appends those
-/// after the key to `prev` when `argv` is the same mergeable command on the same
-/// key, without encoding an operation of its own first.
+/// Appends the arguments after the key of `argv` (a command as it came) to `prev`
+/// when both are the same mergeable command on the same key (a pop adds its count
+/// to `prev`'s instead); false, and `prev` unchanged, otherwise. What
+/// [`merge_ops`] does, without an operation encoded for `argv` first.
 pub fn append_args(prev: &mut Vec<u8>, argv: &[&[u8]]) -> bool {
     let [name, key, rest @ ..] = argv else {
         return false;
@@ -282,42 +299,7 @@ pub fn append_args(prev: &mut Vec<u8>, argv: &[&[u8]]) -> bool {
 /// Reads an operation written by [`encode_op`] (`None` for an expiry-only one).
 /// Errors on malformed bytes; never panics.
 pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
-    let (&tag, mut rest) = bytes.split_first().ok_or("empty operation")?;
-    match tag {
-        OP_EXPIRY => return Ok(None),
-        OP_COMMAND => {}
-        _ => return Err("unknown operation"),
-    }
-    let varint = |buf: &mut &[u8]| -> Result<usize, &'static str> {
-        let mut n = 0u64;
-        for shift in (0..64).step_by(7) {
-            let (&b, r) = buf.split_first().ok_or("operation truncated")?;
-            *buf = r;
-            n |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return usize::try_from(n).map_err(|_| "length out of range");
-            }
-        }
-        Err("length out of range")
-    };
-    let count = varint(&mut rest)?;
-    if count > rest.len() {
-        return Err("operation truncated");
-    }
-    let mut argv = Vec::with_capacity(count);
-    for _ in 0..count {
-        let len = varint(&mut rest)?;
-        if len > rest.len() {
-            return Err("operation truncated");
-        }
-        let (arg, r) = rest.split_at(len);
-        argv.push(arg.to_vec());
-        rest = r;
-    }
-    if !rest.is_empty() {
-        return Err("bytes after the operation");
-    }
-    Ok(Some(argv))
+    op_args(bytes).map(|argv| argv.map(|argv| argv.iter().map(|a| a.to_vec()).collect()))
 }
 
 /// The records for a key changed by one command, from its state now (the key, of

@@ -53,8 +53,9 @@ pub struct Keys<'a> {
     /// every shard, so the value read while holding any shard stays in force for as
     /// long as that shard is held: a command never half-logs across a switch.
     pub logging_flag: Option<&'a AtomicBool>,
-    /// Keys changed by the command running, as (database, key), in first-change order.
-    changed_keys: SmallVec<[(usize, Vec<u8>); 1]>,
+    /// Keys changed by the command running, as (database, key's hash, key), in
+    /// first-change order.
+    changed_keys: SmallVec<[(usize, u64, Vec<u8>); 1]>,
     /// Operations a handler gave explicitly, as (database, key, argv).
     explicit_ops: Vec<(usize, Vec<u8>, Vec<Vec<u8>>)>,
     /// Records of the commands run so far, for the log.
@@ -259,11 +260,30 @@ impl<'a> Keys<'a> {
     }
 
     /// The shard with this index, locking it if needed (see the module docs).
+    #[inline]
     pub fn shard(&mut self, idx: usize) -> &mut Shard {
+        let i = self.guard_pos(idx);
+        &mut self.guards[i].1
+    }
+
+    /// Where in `guards` the shard with this index is, locking it if needed.
+    fn guard_pos(&mut self, idx: usize) -> usize {
         if self.all {
-            return &mut self.guards[idx].1;
+            return idx;
         }
-        let i = match self.guards.binary_search_by_key(&idx, |g| g.0) {
+        // Held shards are few and in index order: a scan finds the place of all but
+        // the largest sets sooner than a binary search's branches would.
+        let guards = self.guards.as_slice();
+        let found = if guards.len() <= 16 {
+            match guards.iter().position(|g| g.0 >= idx) {
+                Some(i) if guards[i].0 == idx => return i,
+                Some(i) => Err(i),
+                None => Err(guards.len()),
+            }
+        } else {
+            guards.binary_search_by_key(&idx, |g| g.0)
+        };
+        match found {
             Ok(i) => i,
             Err(pos) if pos == self.guards.len() => {
                 self.guards.push((idx, self.ks.lock(idx)));
@@ -282,8 +302,7 @@ impl<'a> Keys<'a> {
                 }
                 pos
             }
-        };
-        &mut self.guards[i].1
+        }
     }
 
     /// Calls `f` on every shard in turn. Shards already held stay held; otherwise
@@ -317,6 +336,14 @@ impl<'a> Keys<'a> {
         let hash = self.ks.hash(key);
         let s = self.ks.shard_of_hash(hash);
         (hash, self.shard(s).db(db))
+    }
+
+    /// Database `db` of the shard holding the key whose hash ([`Keyspace::hash`]) is
+    /// `hash`.
+    #[inline]
+    fn db_of_hash(&mut self, db: usize, hash: u64) -> &mut Db {
+        let s = self.ks.shard_of_hash(hash);
+        self.shard(s).db(db)
     }
 
     /// Looks a key up for reading: counts a hit or a miss and records the access.
@@ -456,9 +483,9 @@ impl<'a> Keys<'a> {
     #[inline]
     pub fn changed(&mut self, key: &[u8], event: &'static str) {
         self.dirty += 1;
-        let (_, db) = self.db_for(key);
+        let (hash, db) = self.db_for(key);
         db.touch(key);
-        self.note_changed(self.db, key);
+        self.note_changed(self.db, hash, key);
         self.event(self.db, key, event);
         self.invalidate(key);
     }
@@ -466,9 +493,9 @@ impl<'a> Keys<'a> {
     /// [`Keys::changed`] for a key of another database (COPY ... DB, MOVE).
     pub fn changed_in(&mut self, db: usize, key: &[u8], event: &'static str) {
         self.dirty += 1;
-        let (_, d) = self.other_db_for(db, key);
+        let (hash, d) = self.other_db_for(db, key);
         d.touch(key);
-        self.note_changed(db, key);
+        self.note_changed(db, hash, key);
         self.event(db, key, event);
         self.invalidate(key);
     }
@@ -481,9 +508,16 @@ impl<'a> Keys<'a> {
         }
     }
 
-    fn note_changed(&mut self, db: usize, key: &[u8]) {
-        if self.logging && !self.changed_keys.iter().any(|(d, k)| *d == db && k == key) {
-            self.changed_keys.push((db, key.to_vec()));
+    /// `hash` is the key's ([`Keyspace::hash`]): compared first, and kept for the
+    /// lookups that build the key's record.
+    fn note_changed(&mut self, db: usize, hash: u64, key: &[u8]) {
+        if self.logging
+            && !self
+                .changed_keys
+                .iter()
+                .any(|(d, h, k)| *h == hash && *d == db && k == key)
+        {
+            self.changed_keys.push((db, hash, key.to_vec()));
         }
     }
 
@@ -495,7 +529,8 @@ impl<'a> Keys<'a> {
         if self.logging {
             let argv = argv.iter().map(|a| a.as_ref().to_vec()).collect();
             self.explicit_ops.push((self.db, key.to_vec(), argv));
-            self.note_changed(self.db, key);
+            let hash = self.ks.hash(key);
+            self.note_changed(self.db, hash, key);
         }
     }
 
@@ -526,10 +561,10 @@ impl<'a> Keys<'a> {
         let changed = std::mem::take(&mut self.changed_keys);
         let mut explicit = std::mem::take(&mut self.explicit_ops);
         self.records.reserve(changed.len());
-        for (db_index, key) in changed {
+        for (db_index, hash, key) in changed {
             if explicit.is_empty()
                 && rule == LogRule::Replay
-                && self.continue_last_op(db_index, &key, argv)
+                && self.continue_last_op(db_index, hash, &key, argv)
             {
                 self.made += 1;
                 continue;
@@ -540,16 +575,22 @@ impl<'a> Keys<'a> {
                 .map(|(_, _, op)| op.clone())
                 .collect();
             explicit.retain(|(d, k, _)| !(*d == db_index && *k == key));
-            // Moved out while the key's database is borrowed.
-            let mut recorded = self.recorded_keys.take();
-            let mut earlier = std::mem::take(&mut self.records);
-            let (hash, db) = self.other_db_for(db_index, &key);
+            let pos = self.guard_pos(self.ks.shard_of_hash(hash));
+            // The key's database and the batch, borrowed side by side.
+            let Keys {
+                guards,
+                records: earlier,
+                recorded_keys: recorded,
+                made,
+                ..
+            } = self;
+            let db = guards[pos].1.db(db_index);
             // Only the key's first record in this batch can follow records of an
             // old value the store still holds.
             let first = |key: &[u8]| {
                 let set = recorded.get_or_insert_with(|| {
                     let mut set = RecordedKeys::default();
-                    for r in &earlier {
+                    for r in earlier.iter() {
                         set.insert(r.db, &r.key);
                     }
                     set
@@ -558,15 +599,13 @@ impl<'a> Keys<'a> {
             };
             let records =
                 crate::effects::record_for(db_index, db, hash, key, now, rule, argv, &ops, first);
-            if let Some(set) = &mut recorded {
+            if let Some(set) = recorded {
                 for r in &records {
                     set.insert(r.db, &r.key);
                 }
             }
-            self.made += records.len();
-            crate::effects::extend_merging(&mut earlier, records);
-            self.records = earlier;
-            self.recorded_keys = recorded;
+            *made += records.len();
+            crate::effects::extend_merging(earlier, records);
         }
     }
 
@@ -575,7 +614,7 @@ impl<'a> Keys<'a> {
     /// now, appends the command's arguments to it, with no record of its own built
     /// first (a pipeline's run of LPUSHes onto one list). False, and nothing
     /// changed, otherwise.
-    fn continue_last_op(&mut self, db_index: usize, key: &[u8], argv: &[&[u8]]) -> bool {
+    fn continue_last_op(&mut self, db_index: usize, hash: u64, key: &[u8], argv: &[&[u8]]) -> bool {
         let continues = |records: &crate::effects::Batch| match records.last() {
             Some(Record {
                 db,
@@ -588,7 +627,7 @@ impl<'a> Keys<'a> {
             return false;
         }
         let now = self.now_ms;
-        let (hash, db) = self.other_db_for(db_index, key);
+        let db = self.db_of_hash(db_index, hash);
         // The key's expiry now (a value out of memory logs its expiry only).
         let Some(now_expiry) = db
             .peek(hash, key, now)

@@ -7,7 +7,10 @@ use strata_resp::ReplyWriter;
 
 use crate::ctx::{Ctx, Keys};
 use crate::error::{CmdError, CmdResult};
-use crate::families::collection::{ScanOptions, parse_rand_count, sample, scan_reply};
+use crate::families::collection::{
+    PICKS_PER_CHECK, ScanOptions, check_repeated_picks, check_reply_size, parse_rand_count, sample,
+    scan_reply,
+};
 use crate::families::keys::parse_cursor;
 use crate::longdouble::LongDouble;
 use crate::parse::{self, is};
@@ -478,8 +481,16 @@ fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         out.array(0);
     } else if count < 0 || count == 1 {
         // Fields may repeat: each is picked independently.
+        check_repeated_picks(n as u64)?;
+        let start = out.buffer().len();
         w.header(out, n);
-        h.random_pairs(n, rand::random::<u64>, |f, v| w.pair(out, f, v));
+        let mut left = n;
+        while left > 0 {
+            let picks = left.min(PICKS_PER_CHECK);
+            h.random_pairs(picks, rand::random::<u64>, |f, v| w.pair(out, f, v));
+            check_reply_size(out.buffer(), start)?;
+            left -= picks;
+        }
     } else if n >= size {
         w.header(out, size);
         for (f, v) in h.iter() {

@@ -94,6 +94,12 @@ const NOW_MS: u64 = 1_700_000_000_000;
 /// Runs `data`'s commands (see the module documentation) on a fresh keyspace and
 /// connection, panicking on a malformed reply.
 pub fn run(data: &[u8]) {
+    replies(data);
+}
+
+/// [`run`], returning each command's reply.
+pub fn replies(data: &[u8]) -> Vec<Vec<u8>> {
+    let mut all = Vec::new();
     let server = &*SERVER;
     let names: Vec<&str> = server.registry.commands().map(|c| c.name).collect();
     let ks = Keyspace::new(4, 2);
@@ -131,6 +137,8 @@ pub fn run(data: &[u8]) {
         // Subscribers' mail (the client's own pushes) is dropped, as a closed
         // connection would drop it.
         conn.info.mailbox.clear();
+        all.push(out);
     }
     server.pubsub.forget(&mut conn);
+    all
 }

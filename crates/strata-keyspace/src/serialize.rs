@@ -63,10 +63,7 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Appends the serialized form of `value` to `out`.
 pub fn encode(value: &Value, out: &mut Vec<u8>) {
     match value {
-        Value::Str(s) => {
-            out.push(TAG_STRING);
-            s.with_bytes(|b| out.extend_from_slice(b));
-        }
+        Value::Str(s) => s.with_bytes(|b| encode_str(b, out)),
         // A placeholder's bytes are in the store, never serialized from memory:
         // callers read them back first. Should one get here, the tag makes decoding
         // fail loudly rather than store an empty string.
@@ -121,18 +118,25 @@ pub fn tierable_string_len(bytes: &[u8]) -> Option<usize> {
 
 /// The serialized form of `value`.
 pub fn to_vec(value: &Value) -> Vec<u8> {
-    // A string (most records) in one exact allocation, not grown from a byte.
-    if let Value::Str(s) = value {
-        return s.with_bytes(|b| {
+    match value {
+        // A string (most records) in one exact allocation, not grown from its tag.
+        Value::Str(s) => s.with_bytes(|b| {
             let mut out = Vec::with_capacity(1 + b.len());
-            out.push(TAG_STRING);
-            out.extend_from_slice(b);
+            encode_str(b, &mut out);
             out
-        });
+        }),
+        _ => {
+            let mut out = Vec::new();
+            encode(value, &mut out);
+            out
+        }
     }
-    let mut out = Vec::new();
-    encode(value, &mut out);
-    out
+}
+
+/// A string's serialized form: its tag, then its bytes.
+fn encode_str(bytes: &[u8], out: &mut Vec<u8>) {
+    out.push(TAG_STRING);
+    out.extend_from_slice(bytes);
 }
 
 /// A cursor over serialized bytes.

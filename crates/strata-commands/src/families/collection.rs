@@ -4,44 +4,53 @@
 use strata_keyspace::glob;
 
 use crate::ctx::Ctx;
-use crate::error::CmdError;
+use strata_resp::ReplyWriter;
+
+use crate::error::{CmdError, CmdResult};
 use crate::parse::{self, is};
 
 /// The most bytes a reply of repeated random picks (HRANDFIELD, SRANDMEMBER and
 /// ZRANDMEMBER with a negative count) may take. Its size follows the count the
 /// client asks for, not the data — one member asked for 2^62 times — and a reply
 /// is built whole before it is written, so unbounded it would exhaust memory (as
-/// it does in Redis). Past this the command answers [`random_reply_too_large`].
-pub(crate) const MAX_RANDOM_REPLY: usize = 512 << 20;
+/// it does in Redis).
+const MAX_RANDOM_REPLY: usize = 512 << 20;
 
 /// The fewest bytes one pick adds to such a reply: an empty bulk string, `$0\r\n\r\n`.
 const MIN_PICK_BYTES: u64 = 6;
 
 /// Picks written between two checks of the reply's size.
-pub(crate) const PICKS_PER_CHECK: usize = 1024;
+const PICKS_PER_CHECK: u64 = 1024;
 
-/// The error of a reply of repeated picks that would pass [`MAX_RANDOM_REPLY`].
-pub(crate) fn random_reply_too_large() -> CmdError {
-    CmdError::err(
-        "reply too large: a negative count may ask for at most 512mb of repeated elements",
-    )
-}
-
-/// Refuses `n` repeated picks at once when even the smallest picks would pass
-/// [`MAX_RANDOM_REPLY`].
-pub(crate) fn check_repeated_picks(n: u64) -> Result<(), CmdError> {
+/// Writes a reply of `n` repeated random picks: `header` writes its aggregate
+/// header, `picks(out, k)` writes `k` more picks. A reply that would pass
+/// [`MAX_RANDOM_REPLY`] is an error instead: at once when even the smallest picks
+/// would pass it, else as soon as it does, with what was written of it taken back.
+pub(crate) fn repeated_picks(
+    out: &mut ReplyWriter,
+    n: u64,
+    header: impl FnOnce(&mut ReplyWriter),
+    mut picks: impl FnMut(&mut ReplyWriter, usize),
+) -> CmdResult {
+    let too_large = || {
+        CmdError::err(
+            "reply too large: a negative count may ask for at most 512mb of repeated elements",
+        )
+    };
     if n > MAX_RANDOM_REPLY as u64 / MIN_PICK_BYTES {
-        return Err(random_reply_too_large());
+        return Err(too_large());
     }
-    Ok(())
-}
-
-/// After some of a reply's repeated picks: if the reply begun at `start` of `out`
-/// has passed [`MAX_RANDOM_REPLY`], takes it back out and errs.
-pub(crate) fn check_reply_size(out: &mut Vec<u8>, start: usize) -> Result<(), CmdError> {
-    if out.len().saturating_sub(start) > MAX_RANDOM_REPLY {
-        out.truncate(start);
-        return Err(random_reply_too_large());
+    let start = out.buffer().len();
+    header(out);
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(PICKS_PER_CHECK);
+        picks(out, k as usize);
+        if out.buffer().len() - start > MAX_RANDOM_REPLY {
+            out.buffer().truncate(start);
+            return Err(too_large());
+        }
+        left -= k;
     }
     Ok(())
 }

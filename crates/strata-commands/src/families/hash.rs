@@ -8,8 +8,7 @@ use strata_resp::ReplyWriter;
 use crate::ctx::{Ctx, Keys};
 use crate::error::{CmdError, CmdResult};
 use crate::families::collection::{
-    PICKS_PER_CHECK, ScanOptions, check_repeated_picks, check_reply_size, parse_rand_count, sample,
-    scan_reply,
+    ScanOptions, parse_rand_count, repeated_picks, sample, scan_reply,
 };
 use crate::families::keys::parse_cursor;
 use crate::longdouble::LongDouble;
@@ -481,16 +480,12 @@ fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         out.array(0);
     } else if count < 0 || count == 1 {
         // Fields may repeat: each is picked independently.
-        check_repeated_picks(n as u64)?;
-        let start = out.buffer().len();
-        w.header(out, n);
-        let mut left = n;
-        while left > 0 {
-            let picks = left.min(PICKS_PER_CHECK);
-            h.random_pairs(picks, rand::random::<u64>, |f, v| w.pair(out, f, v));
-            check_reply_size(out.buffer(), start)?;
-            left -= picks;
-        }
+        repeated_picks(
+            out,
+            n as u64,
+            |out| w.header(out, n),
+            |out, k| h.random_pairs(k, rand::random::<u64>, |f, v| w.pair(out, f, v)),
+        )?;
     } else if n >= size {
         w.header(out, size);
         for (f, v) in h.iter() {

@@ -10,8 +10,7 @@ use strata_resp::ReplyWriter;
 use crate::ctx::{Ctx, Keys};
 use crate::error::{CmdError, CmdResult};
 use crate::families::collection::{
-    PICKS_PER_CHECK, ScanOptions, check_repeated_picks, check_reply_size, parse_rand_count, sample,
-    scan_reply,
+    ScanOptions, parse_rand_count, repeated_picks, sample, scan_reply,
 };
 use crate::families::keys::parse_cursor;
 use crate::parse::{self, is};
@@ -744,19 +743,19 @@ fn srandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         out.array(0);
     } else if count < 0 {
         // Members may repeat: each is picked independently.
-        check_repeated_picks(n as u64)?;
-        let start = out.buffer().len();
-        out.array(n);
-        for i in 0..n {
-            match set.random(rand::random()) {
-                Some(e) => reply_elem(out, e),
-                None => out.null(),
-            }
-            if i % PICKS_PER_CHECK == 0 {
-                check_reply_size(out.buffer(), start)?;
-            }
-        }
-        check_reply_size(out.buffer(), start)?;
+        repeated_picks(
+            out,
+            n as u64,
+            |out| out.array(n),
+            |out, k| {
+                for _ in 0..k {
+                    match set.random(rand::random()) {
+                        Some(e) => reply_elem(out, e),
+                        None => out.null(),
+                    }
+                }
+            },
+        )?;
     } else if n >= size {
         out.array(size);
         for e in set.iter() {

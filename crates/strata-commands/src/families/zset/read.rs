@@ -9,7 +9,7 @@ use strata_resp::format_double;
 use super::{parse_lex_range, parse_score_range, read_zset, reply_members};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
-use crate::families::collection::{PICKS_PER_CHECK, check_repeated_picks, check_reply_size};
+use crate::families::collection::repeated_picks;
 use crate::families::keys::parse_cursor;
 use crate::parse::{self, is};
 
@@ -374,28 +374,26 @@ pub(super) fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         // Repetitions allowed: each pick is independent. The reply is written as it
         // is drawn, since the count is not bounded by the set's size.
         let n = count.unsigned_abs();
-        check_repeated_picks(n)?;
         let resp3 = ctx.out.is_resp3();
-        let start = ctx.out.buffer().len();
-        ctx.out
-            .array(if withscores && !resp3 { n * 2 } else { n } as usize);
-        for i in 0..n {
-            let Some((m, s)) = z.get(rng.random_range(0..len)) else {
-                break;
-            };
-            if withscores && resp3 {
-                ctx.out.array(2);
-            }
-            ctx.out.bulk(m);
-            if withscores {
-                ctx.out.double(s);
-            }
-            if i % PICKS_PER_CHECK as u64 == 0 {
-                check_reply_size(ctx.out.buffer(), start)?;
-            }
-        }
-        check_reply_size(ctx.out.buffer(), start)?;
-        return Ok(());
+        return repeated_picks(
+            &mut ctx.out,
+            n,
+            |out| out.array(if withscores && !resp3 { n * 2 } else { n } as usize),
+            |out, k| {
+                for _ in 0..k {
+                    let Some((m, s)) = z.get(rng.random_range(0..len)) else {
+                        break;
+                    };
+                    if withscores && resp3 {
+                        out.array(2);
+                    }
+                    out.bulk(m);
+                    if withscores {
+                        out.double(s);
+                    }
+                }
+            },
+        );
     }
     let ranks: Vec<usize> = if count == 0 {
         Vec::new()

@@ -140,7 +140,7 @@ fn once(
                             None => {
                                 let len = db
                                     .get(hash, key, now)
-                                    .and_then(|e| e.value.as_str().map(|s| s.len()));
+                                    .and_then(|e| e.value().as_str().map(|s| s.len()));
                                 std::hint::black_box(len);
                                 None
                             }

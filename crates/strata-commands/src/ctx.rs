@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::MutexGuard;
 use smallvec::SmallVec;
-use strata_keyspace::{Db, Entry, Keyspace, Shard, Str, Ttl, Value};
+use strata_keyspace::{Db, Entry, Keyspace, Shard, StrRef, Ttl, Value};
 use strata_resp::ReplyWriter;
 
 use crate::conn::ConnState;
@@ -390,10 +390,10 @@ impl<'a> Keys<'a> {
 
     /// Reads a string value: `Ok(None)` if absent, WRONGTYPE if not a string.
     #[inline]
-    pub fn read_str(&mut self, key: &[u8]) -> Result<Option<&Str>, CmdError> {
+    pub fn read_str(&mut self, key: &[u8]) -> Result<Option<StrRef<'_>>, CmdError> {
         match self.read(key) {
             None => Ok(None),
-            Some(e) => e.value.as_str().map(Some).ok_or(CmdError::WrongType),
+            Some(e) => e.value().as_str().map(Some).ok_or(CmdError::WrongType),
         }
     }
 
@@ -409,6 +409,15 @@ impl<'a> Keys<'a> {
         let now = self.now_ms;
         let (hash, db) = self.db_for(key);
         db.set(hash, key, value, ttl, now)
+    }
+
+    /// Stores a string as SET does (see [`StrRef::new`]); returns the live value
+    /// replaced if it was not a string.
+    #[inline]
+    pub fn set_string(&mut self, key: &[u8], bytes: &[u8], ttl: Ttl) -> Option<Value> {
+        let now = self.now_ms;
+        let (hash, db) = self.db_for(key);
+        db.set_str(hash, key, StrRef::new(bytes), ttl, now)
     }
 
     /// Removes a key; returns its value if it was live.
@@ -628,7 +637,7 @@ impl<'a> Keys<'a> {
         // The key's expiry now (a value out of memory logs its expiry only).
         let Some(now_expiry) = db
             .peek(hash, key, now)
-            .filter(|e| !e.value.is_cold())
+            .filter(|e| !e.value().is_cold())
             .map(|e| db.expire_at(e).unwrap_or(0))
         else {
             return false;

@@ -16,7 +16,7 @@
 
 use smallvec::SmallVec;
 use strata_keyspace::serialize;
-use strata_keyspace::{Db, Value};
+use strata_keyspace::{Db, Value, ValueRef};
 
 /// How a command's change to a key is best logged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -415,7 +415,10 @@ fn kinds_of(
             .collect();
     }
     // O(1) per command, whatever the value's size.
-    let value_size = entry.value.heap_size_quick() + 1;
+    let value_size = match entry.value() {
+        ValueRef::Str(s) => s.len(),
+        ValueRef::Other(v) => v.heap_size_quick(),
+    } + 1;
     // An operation on a key the database lists no records of costs a tombstone too
     // (see `record_for`), and the key's records become a chain, listed by key bytes;
     // the whole value is one record that the key's table slot lists in place.
@@ -428,7 +431,7 @@ fn kinds_of(
         // A value out of memory (`maxmemory-policy tiered`) is unchanged — the
         // commands that may run on one never change it — and is already the key's
         // record in the store: only its expiry is logged.
-        _ if entry.value.is_cold() => RecordKind::Op {
+        _ if entry.value().is_cold() => RecordKind::Op {
             op: vec![OP_EXPIRY],
             expires_at,
         },
@@ -445,7 +448,7 @@ fn kinds_of(
             }
         }
         _ => RecordKind::Put {
-            value: serialize::to_vec(&entry.value),
+            value: serialize::to_vec(entry.value()),
             expires_at,
         },
     };

@@ -31,7 +31,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use strata_keyspace::value::cold_keys;
-use strata_keyspace::{Keyspace, Value};
+use strata_keyspace::{Keyspace, Value, ValueRef};
 
 use crate::ctx::Keys;
 use crate::error::CmdError;
@@ -97,8 +97,8 @@ pub fn cold_among(
     for i in key_positions(cmd, argv) {
         let Some(key) = argv.get(i) else { continue };
         let (hash, db) = keys.db_for(key);
-        match db.peek(hash, key, now).map(|e| &e.value) {
-            Some(value @ Value::Cold(_)) => {
+        match db.peek(hash, key, now).map(|e| e.value()) {
+            Some(value) if value.is_cold() => {
                 note(&mut cold, db_index, key, value, || db.log_refs(hash, key))
             }
             Some(_) => hits += 1,
@@ -127,7 +127,7 @@ pub fn cold_unlocked<'k>(
         let shard = ks.lock(ks.shard_of_hash(hash));
         let data = shard.db_ref(db);
         if let Some(entry) = data.peek(hash, key, now_ms) {
-            note(&mut cold, db, key, &entry.value, || {
+            note(&mut cold, db, key, entry.value(), || {
                 data.log_refs(hash, key)
             });
         }
@@ -140,10 +140,10 @@ fn note(
     cold: &mut Vec<ColdKey>,
     db: usize,
     key: &[u8],
-    value: &Value,
+    value: ValueRef<'_>,
     refs: impl FnOnce() -> Option<strata_keyspace::logref::LogRefs>,
 ) {
-    if let Value::Cold(c) = value
+    if let ValueRef::Other(Value::Cold(c)) = value
         && !cold.iter().any(|k| k.db == db && k.key == key)
     {
         cold.push(ColdKey {

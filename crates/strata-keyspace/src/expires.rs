@@ -1,7 +1,7 @@
 //! The expiry times of one database's keys with a TTL, kept out of their entries.
 //!
 //! Most keys have no TTL, so an entry keeps only a flag saying whether it has one
-//! (which keeps the entry in jemalloc's 64-byte size class); the time itself lives
+//! (eight bytes less in every entry); the time itself lives
 //! here, as Redis keeps it in a second table. It is found two ways:
 //!
 //! - **by key**, for lookups: a map from the key's hash to its expiry. Two keys with a

@@ -21,6 +21,7 @@ use std::fmt;
 
 use crate::dict::{Dict, DictEntry};
 use crate::pack::ForwardPack as Pack;
+use crate::pack::varint_len;
 use crate::{EncodingLimits, KeyHasher};
 
 /// The most bytes Redis lets a listpack grow to before it must become a hashtable
@@ -134,15 +135,6 @@ impl DictEntry for Pair {
     fn key(&self) -> &[u8] {
         self.field()
     }
-}
-
-fn varint_len(mut n: usize) -> usize {
-    let mut k = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        k += 1;
-    }
-    k
 }
 
 /// The index (in elements) of `field` in a packed hash.

@@ -7,6 +7,7 @@
 //!
 //! - [`dict`]: the incremental-rehash hash table with SCAN cursors.
 //! - [`db`]: one database of one shard; lazy and active expiry.
+//! - [`entry`]: a key's entry, key and value in one allocation.
 //! - [`expires`]: the expiry times of keys with a TTL, kept out of their entries.
 //! - [`keyspace`]: the shards and their locks.
 //! - [`value`]: values and their Redis encodings.
@@ -19,6 +20,7 @@ pub mod access;
 pub mod compact;
 pub mod db;
 pub mod dict;
+pub mod entry;
 pub mod evict;
 pub mod expires;
 pub mod glob;
@@ -33,12 +35,13 @@ pub mod value;
 pub mod zset;
 
 pub use compact::CompactBytes;
-pub use db::{Db, Detached, Entry, EventFlags, KeyEvent, Ttl};
+pub use db::{Db, Detached, EventFlags, KeyEvent, Ttl};
+pub use entry::Entry;
 pub use hash::Hash;
 pub use keyspace::{Keyspace, Shard, ShardStats};
 pub use list::List;
 pub use set::Set;
-pub use value::{Str, Value, ValueType};
+pub use value::{Str, StrRef, Value, ValueRef, ValueType};
 pub use zset::ZSet;
 
 /// The in-memory hasher: fast, seeded at random per process, never persisted.

@@ -3,12 +3,12 @@
 //! With persistence on, the store must know, for its compaction and for values kept
 //! only on disk, which records hold each key's current value. A database keeps that
 //! here rather than the store keeping a second index of every key: an entry has a
-//! flag saying whether it has records listed ([`crate::db::Entry::is_logged`]), and the
+//! flag saying whether it has records listed ([`crate::entry::Entry::is_logged`]), and the
 //! records are in one of two places:
 //!
 //! - **narrow**: a key whose value is one whole record (every string, and every
 //!   collection logged whole) of at most 64 KiB keeps its location in its entry
-//!   ([`Narrow`], in [`crate::db::Entry`]): segment and offset in 8 bytes, length in
+//!   ([`Narrow`], in [`crate::entry::Entry`]): segment and offset in 8 bytes, length in
 //!   two more. No lookup of its own, nothing allocated per key.
 //! - **wide**: by key bytes, in [`LogIndex`], the rest: keys whose records are a
 //!   chain (a value and the operations logged after it), and values whose record is
@@ -107,7 +107,7 @@ pub struct Narrow {
 }
 
 /// The segment and offset of a [`Narrow`] (8 bytes), kept in the key's entry
-/// ([`crate::db::Entry`]) beside its length.
+/// ([`crate::entry::Entry`]) beside its length.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct NarrowSlot {
     segment: u32,

@@ -191,7 +191,8 @@ pub const ROOM_MAX: usize = 2048;
 /// A pack walked from its front only, without a kept count (see the module docs).
 pub type ForwardPack = Pack<Forward>;
 
-fn varint_len(mut n: usize) -> usize {
+/// The bytes `n` takes as LEB128.
+pub(crate) fn varint_len(mut n: usize) -> usize {
     let mut k = 1;
     while n >= 0x80 {
         n >>= 7;
@@ -201,7 +202,7 @@ fn varint_len(mut n: usize) -> usize {
 }
 
 /// Writes `n` as a LEB128 varint at the start of `out`; returns the bytes used.
-fn write_varint(out: &mut [u8], mut n: usize) -> usize {
+pub(crate) fn write_varint(out: &mut [u8], mut n: usize) -> usize {
     let mut at = 0;
     while n >= 0x80 {
         out[at] = (n as u8 & 0x7f) | 0x80;

@@ -20,7 +20,7 @@ use crate::EncodingLimits;
 use crate::hash::Hash;
 use crate::list::{List, NodeLimit};
 use crate::set::Set;
-use crate::value::{Str, Value};
+use crate::value::{Str, Value, ValueRef};
 use crate::zset::ZSet;
 
 pub const TAG_STRING: u8 = 0x01;
@@ -60,8 +60,13 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// Appends the serialized form of `value` to `out`.
-pub fn encode(value: &Value, out: &mut Vec<u8>) {
+/// Appends the serialized form of `value` (a [`Value`] or an entry's
+/// [`ValueRef`]) to `out`.
+pub fn encode<'a>(value: impl Into<ValueRef<'a>>, out: &mut Vec<u8>) {
+    let value = match value.into() {
+        ValueRef::Str(s) => return s.with_bytes(|b| encode_str(b, out)),
+        ValueRef::Other(v) => v,
+    };
     match value {
         Value::Str(s) => s.with_bytes(|b| encode_str(b, out)),
         // A placeholder's bytes are in the store, never serialized from memory:
@@ -116,16 +121,16 @@ pub fn tierable_string_len(bytes: &[u8]) -> Option<usize> {
     }
 }
 
-/// The serialized form of `value`.
-pub fn to_vec(value: &Value) -> Vec<u8> {
-    match value {
+/// The serialized form of `value` (a [`Value`] or an entry's [`ValueRef`]).
+pub fn to_vec<'a>(value: impl Into<ValueRef<'a>>) -> Vec<u8> {
+    match value.into() {
         // A string (most records) in one exact allocation, not grown from its tag.
-        Value::Str(s) => s.with_bytes(|b| {
+        ValueRef::Str(s) => s.with_bytes(|b| {
             let mut out = Vec::with_capacity(1 + b.len());
             encode_str(b, &mut out);
             out
         }),
-        _ => {
+        value => {
             let mut out = Vec::new();
             encode(value, &mut out);
             out

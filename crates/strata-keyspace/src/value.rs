@@ -59,9 +59,10 @@ impl fmt::Debug for Inline {
 
 /// A string value in one of Redis's three encodings.
 ///
+/// A string in flight (an entry holds its strings packed: see [`crate::entry`]).
 /// The encoding and where the bytes live (in place up to [`INLINE_CAPACITY`] bytes,
 /// else in one exact-size allocation) share one discriminant, so a string takes 24
-/// bytes: that keeps [`Value`] at 32 and a key's entry in jemalloc's 64-byte class.
+/// bytes and [`Value`] as much.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Str {
     /// An integer whose decimal form is the value ("int"), stored as Redis stores a
@@ -189,6 +190,260 @@ impl Str {
         match self {
             Str::EmbHeap(b) | Str::RawHeap(b) => b.len(),
             _ => 0,
+        }
+    }
+}
+
+impl Str {
+    /// The string borrowed as a [`StrRef`].
+    #[inline]
+    pub fn as_ref(&self) -> StrRef<'_> {
+        match self {
+            Str::Int(n) => StrRef::Int(*n),
+            Str::OwnInt(n) => StrRef::OwnInt(*n),
+            Str::Emb(b) => StrRef::Emb(b.as_bytes()),
+            Str::EmbHeap(b) => StrRef::Emb(b),
+            Str::Raw(b) => StrRef::Raw(b.as_bytes()),
+            Str::RawHeap(b) => StrRef::Raw(b),
+        }
+    }
+}
+
+/// A string value as a key's entry holds it: its encoding and its bytes (or its
+/// integer), borrowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrRef<'a> {
+    /// An "int" shared between keys when below [`SHARED_INTEGERS`] (see [`Str::Int`]).
+    Int(i64),
+    /// An "int" held by one key alone (see [`Str::OwnInt`]).
+    OwnInt(i64),
+    /// "embstr".
+    Emb(&'a [u8]),
+    /// "raw".
+    Raw(&'a [u8]),
+}
+
+impl<'a> StrRef<'a> {
+    /// The value as Redis would store a string created whole (see [`Str::new`]).
+    #[inline]
+    pub fn new(bytes: &'a [u8]) -> StrRef<'a> {
+        match parse_canonical_i64(bytes) {
+            Some(n) => StrRef::Int(n),
+            None if bytes.len() <= EMBSTR_LIMIT => StrRef::Emb(bytes),
+            None => StrRef::Raw(bytes),
+        }
+    }
+
+    /// The bytes of a string that is not an integer.
+    #[inline]
+    pub fn as_bytes(self) -> Option<&'a [u8]> {
+        match self {
+            StrRef::Int(_) | StrRef::OwnInt(_) => None,
+            StrRef::Emb(b) | StrRef::Raw(b) => Some(b),
+        }
+    }
+
+    /// Calls `f` with the value's bytes (integers are formatted on the stack).
+    #[inline]
+    pub fn with_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            StrRef::Int(n) | StrRef::OwnInt(n) => f(itoa::Buffer::new().format(n).as_bytes()),
+            StrRef::Emb(b) | StrRef::Raw(b) => f(b),
+        }
+    }
+
+    pub fn to_vec(self) -> Vec<u8> {
+        self.with_bytes(<[u8]>::to_vec)
+    }
+
+    pub fn len(self) -> usize {
+        match self {
+            StrRef::Int(n) | StrRef::OwnInt(n) => itoa::Buffer::new().format(n).len(),
+            StrRef::Emb(b) | StrRef::Raw(b) => b.len(),
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn encoding(self) -> &'static str {
+        match self {
+            StrRef::Int(_) | StrRef::OwnInt(_) => "int",
+            StrRef::Emb(_) => "embstr",
+            StrRef::Raw(_) => "raw",
+        }
+    }
+
+    /// The integer, for either integer encoding.
+    #[inline]
+    pub fn as_int(self) -> Option<i64> {
+        match self {
+            StrRef::Int(n) | StrRef::OwnInt(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// How many references Redis would report for this value (OBJECT REFCOUNT).
+    pub fn refcount(self) -> i64 {
+        match self {
+            StrRef::Int(n) if (0..SHARED_INTEGERS).contains(&n) => i32::MAX as i64,
+            _ => 1,
+        }
+    }
+
+    /// An owned copy with the same encoding.
+    pub fn to_owned(self) -> Str {
+        match self {
+            StrRef::Int(n) => Str::Int(n),
+            StrRef::OwnInt(n) => Str::OwnInt(n),
+            StrRef::Emb(b) => match Inline::new(b) {
+                Some(inline) => Str::Emb(inline),
+                None => Str::EmbHeap(b.into()),
+            },
+            StrRef::Raw(b) => match Inline::new(b) {
+                Some(inline) => Str::Raw(inline),
+                None => Str::RawHeap(b.into()),
+            },
+        }
+    }
+
+    /// The copy COPY stores (see [`Str::duplicate`]).
+    pub fn duplicate(self) -> Str {
+        match self {
+            StrRef::Int(n) => Str::OwnInt(n),
+            other => other.to_owned(),
+        }
+    }
+
+    /// Whether `maxmemory-policy tiered` may move it out of memory: long enough that
+    /// the placeholder left in its place saves memory (see [`Value::is_tierable`]).
+    pub fn is_tierable(self) -> bool {
+        self.as_bytes().is_some_and(|b| b.len() > INLINE_CAPACITY)
+    }
+}
+
+/// What a key holds, as its entry holds it: a string borrowed in place, or any
+/// other value.
+#[derive(Clone, Copy, Debug)]
+pub enum ValueRef<'a> {
+    Str(StrRef<'a>),
+    Other(&'a Value),
+}
+
+impl<'a> From<&'a Value> for ValueRef<'a> {
+    #[inline]
+    fn from(value: &'a Value) -> ValueRef<'a> {
+        match value {
+            Value::Str(s) => ValueRef::Str(s.as_ref()),
+            other => ValueRef::Other(other),
+        }
+    }
+}
+
+impl<'a> ValueRef<'a> {
+    pub fn value_type(self) -> ValueType {
+        match self {
+            ValueRef::Str(_) => ValueType::String,
+            ValueRef::Other(v) => v.value_type(),
+        }
+    }
+
+    pub fn encoding(self) -> &'static str {
+        match self {
+            ValueRef::Str(s) => s.encoding(),
+            ValueRef::Other(v) => v.encoding(),
+        }
+    }
+
+    /// See [`Value::free_lazily`].
+    pub fn free_lazily(self) -> bool {
+        match self {
+            ValueRef::Str(_) => false,
+            ValueRef::Other(v) => v.free_lazily(),
+        }
+    }
+
+    /// The copy COPY stores (see [`Str::duplicate`]).
+    pub fn duplicate(self) -> Value {
+        match self {
+            ValueRef::Str(s) => Value::Str(s.duplicate()),
+            ValueRef::Other(v) => v.duplicate(),
+        }
+    }
+
+    /// An owned copy with the same encodings.
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::Str(s) => Value::Str(s.to_owned()),
+            ValueRef::Other(v) => v.clone(),
+        }
+    }
+
+    /// Whether this is a placeholder for a value in the store.
+    #[inline]
+    pub fn is_cold(self) -> bool {
+        matches!(self, ValueRef::Other(Value::Cold(_)))
+    }
+
+    /// See [`Value::is_tierable`].
+    pub fn is_tierable(self) -> bool {
+        match self {
+            ValueRef::Str(s) => s.is_tierable(),
+            ValueRef::Other(_) => false,
+        }
+    }
+
+    /// The string, if this is a string value held in memory.
+    #[inline]
+    pub fn as_str(self) -> Option<StrRef<'a>> {
+        match self {
+            ValueRef::Str(s) => Some(s),
+            ValueRef::Other(_) => None,
+        }
+    }
+
+    /// The value, if it is not a string held in memory.
+    #[inline]
+    pub fn as_other(self) -> Option<&'a Value> {
+        match self {
+            ValueRef::Other(v) => Some(v),
+            ValueRef::Str(_) => None,
+        }
+    }
+
+    pub fn as_list(self) -> Option<&'a List> {
+        self.as_other()?.as_list()
+    }
+
+    pub fn as_hash(self) -> Option<&'a Hash> {
+        self.as_other()?.as_hash()
+    }
+
+    pub fn as_set(self) -> Option<&'a Set> {
+        self.as_other()?.as_set()
+    }
+
+    pub fn as_zset(self) -> Option<&'a ZSet> {
+        match self.as_other()? {
+            Value::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    /// Bytes on the heap beyond the entry itself (a string's are in the entry).
+    pub fn heap_size(self) -> usize {
+        match self {
+            ValueRef::Str(_) => 0,
+            ValueRef::Other(v) => v.heap_size(),
+        }
+    }
+
+    /// See [`Value::heap_size_quick`].
+    pub fn heap_size_quick(self) -> usize {
+        match self {
+            ValueRef::Str(_) => 0,
+            ValueRef::Other(v) => v.heap_size_quick(),
         }
     }
 }
@@ -557,13 +812,12 @@ mod tests {
         assert_eq!(Str::Int(10_000).refcount(), 1);
     }
 
-    /// A key's entry fits jemalloc's 64-byte size class: a 24-byte key, a 24-byte
-    /// value, the access field, the flags and where the key's record is in the
-    /// store's log (a `logref::Narrow`, 10 bytes). The value is 24 bytes because the
-    /// string's own tag leaves room for every other variant's payload (at most 16
-    /// bytes: hashes and sorted sets hold a count-less `ForwardPack`) beside it, so
-    /// `Value` needs no tag of its own. A new variant with a bigger payload, or an
-    /// expiry back in the entry, would move every key to the 80-byte class.
+    /// A value held whole in an entry (anything but a string: see
+    /// [`crate::entry`]) takes 24 bytes because the string's own tag leaves room for
+    /// every other variant's payload (at most 16 bytes: hashes and sorted sets hold a
+    /// count-less `ForwardPack`) beside it, so `Value` needs no tag of its own. A new
+    /// variant with a bigger payload would cost every collection's entry 8 bytes; the
+    /// entry itself is one pointer in its table slot.
     #[test]
     fn sizes_are_pinned() {
         use std::mem::size_of;
@@ -573,6 +827,6 @@ mod tests {
         assert_eq!(size_of::<ZSet>(), 16);
         assert_eq!(size_of::<Set>(), 16);
         assert_eq!(size_of::<Value>(), 24);
-        assert_eq!(size_of::<crate::Entry>(), 64);
+        assert_eq!(size_of::<crate::Entry>(), 8);
     }
 }

@@ -211,7 +211,7 @@ pub const COMMANDS: &[Command] = &[
 fn read<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a Hash>, CmdError> {
     match keys.read(key) {
         None => Ok(None),
-        Some(e) => e.value.as_hash().map(Some).ok_or(CmdError::WrongType),
+        Some(e) => e.value().as_hash().map(Some).ok_or(CmdError::WrongType),
     }
 }
 
@@ -219,7 +219,11 @@ fn read<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a Hash>, CmdError
 fn get<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a mut Hash>, CmdError> {
     match keys.get(key) {
         None => Ok(None),
-        Some(e) => e.value.as_hash_mut().map(Some).ok_or(CmdError::WrongType),
+        Some(e) => e
+            .value_mut()
+            .and_then(Value::as_hash_mut)
+            .map(Some)
+            .ok_or(CmdError::WrongType),
     }
 }
 
@@ -233,7 +237,10 @@ fn get_or_create<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<&'a mut Hash, Cmd
     if !no_touch {
         entry.touch(now);
     }
-    entry.value.as_hash_mut().ok_or(CmdError::WrongType)
+    entry
+        .value_mut()
+        .and_then(Value::as_hash_mut)
+        .ok_or(CmdError::WrongType)
 }
 
 /// HSET and HMSET (which differ only in their reply).

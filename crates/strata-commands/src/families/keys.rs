@@ -1,6 +1,6 @@
 //! Generic keyspace commands: DEL, EXISTS, RENAME, KEYS, SCAN, EXPIRE and friends.
 
-use strata_keyspace::{Ttl, Value, ValueType, glob};
+use strata_keyspace::{Ttl, ValueRef, ValueType, glob};
 
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
@@ -369,7 +369,7 @@ fn type_(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (hash, db) = ctx.keys.db_for(args[1]);
     let name = db
         .get(hash, args[1], now)
-        .map_or("none", |e| e.value.value_type().name());
+        .map_or("none", |e| e.value().value_type().name());
     ctx.out.simple(name.as_bytes());
     Ok(())
 }
@@ -399,7 +399,7 @@ fn rename_generic(ctx: &mut Ctx, args: &[&[u8]], nx: bool) -> CmdResult {
         return Err(CmdError::NoSuchKey);
     };
     entry.set_key(dst);
-    let wakes = wakes_blocked(&entry.value);
+    let wakes = wakes_blocked(entry.value());
     let (hash, db) = ctx.keys.db_for(dst);
     let old = db.put_entry(hash, entry, expire_at, now);
     ctx.keys.free_replaced(old);
@@ -456,7 +456,7 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.out.integer(0);
         return Ok(());
     };
-    let value = entry.value.duplicate();
+    let value = entry.value().duplicate();
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(src);
     let expire = db.ttl_of(hash, src, now).flatten();
@@ -466,7 +466,7 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(());
     }
     let ttl = expire.map_or(Ttl::Persist, Ttl::At);
-    let wakes = wakes_blocked(&value);
+    let wakes = wakes_blocked(ValueRef::from(&value));
     // Redis deletes the old value and adds the copy, so the key counts as new.
     let old = db.remove(hash, dst, now);
     db.set(hash, dst, value, ttl, now);
@@ -500,7 +500,7 @@ fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.out.integer(0);
         return Ok(());
     };
-    let wakes = wakes_blocked(&entry.value);
+    let wakes = wakes_blocked(entry.value());
     let (hash, db) = ctx.keys.other_db_for(dst_db, key);
     db.put_entry(hash, entry, expire_at, now);
     ctx.keys.changed(key, "move_from");
@@ -514,7 +514,7 @@ fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 /// Whether a value arriving at a key can serve clients blocked on it (lists and
 /// sorted sets).
-fn wakes_blocked(value: &Value) -> bool {
+fn wakes_blocked(value: ValueRef<'_>) -> bool {
     matches!(value.value_type(), ValueType::List | ValueType::ZSet)
 }
 
@@ -608,7 +608,7 @@ fn scan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             // comes back in one call, as it does in Redis.
             while !d.is_empty() {
                 dict_cursor = d.scan(dict_cursor, now, |e| {
-                    batch.push((e.key().to_vec(), e.value.value_type()))
+                    batch.push((e.key().to_vec(), e.value().value_type()))
                 });
                 budget = budget.saturating_sub(1);
                 if dict_cursor == 0 || batch.len() >= count || budget == 0 {
@@ -821,7 +821,7 @@ fn object_encoding(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(args[2]);
     match db.get(hash, args[2], now) {
-        Some(e) => ctx.out.bulk(e.value.encoding().as_bytes()),
+        Some(e) => ctx.out.bulk(e.value().encoding().as_bytes()),
         None => ctx.out.null(),
     }
     Ok(())
@@ -864,8 +864,8 @@ fn object_idletime(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn object_refcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let now = ctx.keys.now_ms;
     let (hash, db) = ctx.keys.db_for(args[2]);
-    match db.get(hash, args[2], now).map(|e| &e.value) {
-        Some(Value::Str(s)) => ctx.out.integer(s.refcount()),
+    match db.get(hash, args[2], now).map(|e| e.value()) {
+        Some(ValueRef::Str(s)) => ctx.out.integer(s.refcount()),
         Some(_) => ctx.out.integer(1),
         None => ctx.out.null(),
     }

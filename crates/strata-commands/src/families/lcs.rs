@@ -27,7 +27,7 @@ pub fn lcs(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut values: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
     let mut wrong_type = false;
     for (slot, key) in values.iter_mut().zip(&args[1..3]) {
-        match ctx.keys.read(key).map(|e| e.value.as_str()) {
+        match ctx.keys.read(key).map(|e| e.value().as_str()) {
             Some(Some(s)) => *slot = s.to_vec(),
             Some(None) => wrong_type = true,
             None => {}

@@ -373,7 +373,7 @@ fn node_limit(ctx: &Ctx) -> NodeLimit {
 fn read_list<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k List>, CmdError> {
     match keys.read(key) {
         None => Ok(None),
-        Some(e) => e.value.as_list().map(Some).ok_or(CmdError::WrongType),
+        Some(e) => e.value().as_list().map(Some).ok_or(CmdError::WrongType),
     }
 }
 
@@ -382,7 +382,11 @@ fn read_list<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k List>, Cmd
 fn write_list<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k mut List>, CmdError> {
     match keys.get(key) {
         None => Ok(None),
-        Some(e) => e.value.as_list_mut().map(Some).ok_or(CmdError::WrongType),
+        Some(e) => e
+            .value_mut()
+            .and_then(Value::as_list_mut)
+            .map(Some)
+            .ok_or(CmdError::WrongType),
     }
 }
 
@@ -400,7 +404,10 @@ fn list_or_new<'k>(
     if !no_touch {
         entry.touch(now);
     }
-    entry.value.as_list_mut().ok_or(CmdError::WrongType)
+    entry
+        .value_mut()
+        .and_then(Value::as_list_mut)
+        .ok_or(CmdError::WrongType)
 }
 
 /// Removes `key` if its list has just lost its last element.
@@ -801,7 +808,7 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     if ctx
         .keys
         .get(dst)
-        .is_some_and(|e| e.value.as_list().is_none())
+        .is_some_and(|e| e.value().as_list().is_none())
     {
         return Err(CmdError::WrongType);
     }
@@ -1161,7 +1168,7 @@ mod tests {
         let list = guard
             .db(0)
             .get(hash, b"l", 1_000)
-            .and_then(|e| e.value.as_list())
+            .and_then(|e| e.value().as_list())
             .expect("a list");
         assert_eq!(list.limit(), NodeLimit::Entries(2));
         assert_eq!(list.node_lens().collect::<Vec<_>>(), [2, 2, 1]);

@@ -258,7 +258,7 @@ pub const COMMANDS: &[Command] = &[
 fn read<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a Set>, CmdError> {
     match keys.read(key) {
         None => Ok(None),
-        Some(e) => e.value.as_set().map(Some).ok_or(CmdError::WrongType),
+        Some(e) => e.value().as_set().map(Some).ok_or(CmdError::WrongType),
     }
 }
 
@@ -266,7 +266,11 @@ fn read<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a Set>, CmdError>
 fn get<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a mut Set>, CmdError> {
     match keys.get(key) {
         None => Ok(None),
-        Some(e) => e.value.as_set_mut().map(Some).ok_or(CmdError::WrongType),
+        Some(e) => e
+            .value_mut()
+            .and_then(Value::as_set_mut)
+            .map(Some)
+            .ok_or(CmdError::WrongType),
     }
 }
 
@@ -274,7 +278,7 @@ fn get<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a mut Set>, CmdErr
 fn peek<'a>(keys: &'a mut Keys, key: &[u8]) -> Option<&'a Set> {
     let now = keys.now_ms;
     let (hash, db) = keys.db_for(key);
-    db.peek(hash, key, now).and_then(|e| e.value.as_set())
+    db.peek(hash, key, now).and_then(|e| e.value().as_set())
 }
 
 /// Adds `members` to the set at `key`, creating the set (in the encoding the first
@@ -293,7 +297,10 @@ fn add(ctx: &mut Ctx, key: &[u8], members: &[&[u8]]) -> Result<usize, CmdError> 
     if !no_touch {
         entry.touch(now);
     }
-    let set = entry.value.as_set_mut().ok_or(CmdError::WrongType)?;
+    let set = entry
+        .value_mut()
+        .and_then(Value::as_set_mut)
+        .ok_or(CmdError::WrongType)?;
     Ok(members.iter().filter(|m| set.insert(m, &limits)).count())
 }
 

@@ -19,7 +19,7 @@
 use std::cmp::Ordering;
 
 use strata_keyspace::list::NodeLimit;
-use strata_keyspace::{List, Ttl, Value};
+use strata_keyspace::{List, Ttl, Value, ValueRef};
 
 use crate::ctx::{Ctx, Keys};
 use crate::error::{CmdError, CmdResult};
@@ -226,7 +226,9 @@ fn load(keys: &mut Keys, key: &[u8], o: &mut Options) -> Result<Loaded, CmdError
             end,
         });
     };
-    let value = &mut entry.value;
+    let Some(value) = entry.value_mut() else {
+        return Err(CmdError::WrongType);
+    };
     if let Value::ZSet(z) = value
         && z.is_listpack()
     {
@@ -497,7 +499,7 @@ fn lookup(server: &dyn Server, keys: &mut Keys, pattern: &[u8], elem: &[u8]) -> 
     key.extend_from_slice(&pattern[star + 1..postfix_end]);
     let db_index = keys.db;
     let entry = keys.read(&key)?;
-    if let Value::Cold(c) = &entry.value {
+    if let Some(Value::Cold(c)) = entry.value().as_other() {
         let token = c.token();
         let (hash, db) = keys.db_for(&key);
         let refs = db.log_refs(hash, &key);
@@ -512,9 +514,9 @@ fn lookup(server: &dyn Server, keys: &mut Keys, pattern: &[u8], elem: &[u8]) -> 
         crate::tiered::put_back(keys, &cold, value);
         return bytes.filter(|_| field.is_none());
     }
-    match (field, &entry.value) {
-        (Some(field), Value::Hash(h)) => h.get(field).map(<[u8]>::to_vec),
-        (None, Value::Str(s)) => Some(s.to_vec()),
+    match (field, entry.value()) {
+        (Some(field), ValueRef::Other(Value::Hash(h))) => h.get(field).map(<[u8]>::to_vec),
+        (None, ValueRef::Str(s)) => Some(s.to_vec()),
         _ => None,
     }
 }

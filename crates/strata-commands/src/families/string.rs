@@ -1,6 +1,6 @@
 //! String commands.
 
-use strata_keyspace::{Str, Ttl, Value};
+use strata_keyspace::{Str, StrRef, Ttl, Value};
 
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
@@ -360,7 +360,7 @@ fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let exists = if get {
         match ctx.keys.get(key) {
             Some(e) => {
-                let s = e.value.as_str().ok_or(CmdError::WrongType)?;
+                let s = e.value().as_str().ok_or(CmdError::WrongType)?;
                 s.with_bytes(|b| ctx.out.bulk(b));
                 true
             }
@@ -383,7 +383,7 @@ fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         (None, true) => Ttl::Keep,
         (None, false) => Ttl::Persist,
     };
-    let old = ctx.keys.set(key, Value::string(args[2]), ttl);
+    let old = ctx.keys.set_string(key, args[2], ttl);
     ctx.keys.changed(key, "set");
     if when.is_some() {
         ctx.keys.notify(key, "expire");
@@ -404,7 +404,7 @@ fn setnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if ctx.keys.exists(args[1]) {
         ctx.out.integer(0);
     } else {
-        ctx.keys.set(args[1], Value::string(args[2]), Ttl::Persist);
+        ctx.keys.set_string(args[1], args[2], Ttl::Persist);
         ctx.keys.changed(args[1], "set");
         ctx.out.integer(1);
     }
@@ -413,7 +413,7 @@ fn setnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn setex_generic(ctx: &mut Ctx, args: &[&[u8]], unit: ExpireUnit) -> CmdResult {
     let at = expire_at(ctx, unit, args[2])?;
-    let old = ctx.keys.set(args[1], Value::string(args[3]), Ttl::At(at));
+    let old = ctx.keys.set_string(args[1], args[3], Ttl::At(at));
     ctx.keys.changed(args[1], "set");
     ctx.keys.notify(args[1], "expire");
     free(ctx, old);
@@ -432,13 +432,13 @@ fn psetex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn getset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     match ctx.keys.get(args[1]) {
         Some(e) => e
-            .value
+            .value()
             .as_str()
             .ok_or(CmdError::WrongType)?
             .with_bytes(|b| ctx.out.bulk(b)),
         None => ctx.out.null(),
     }
-    let old = ctx.keys.set(args[1], Value::string(args[2]), Ttl::Persist);
+    let old = ctx.keys.set_string(args[1], args[2], Ttl::Persist);
     ctx.keys.changed(args[1], "set");
     free(ctx, old);
     Ok(())
@@ -495,7 +495,7 @@ fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         None => None,
     };
     let now = ctx.keys.now_ms;
-    if let Some(s) = ctx.keys.get(key).and_then(|e| e.value.as_str()) {
+    if let Some(s) = ctx.keys.get(key).and_then(|e| e.value().as_str()) {
         s.with_bytes(|b| ctx.out.bulk(b));
     }
     match when {
@@ -524,7 +524,7 @@ fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn mget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ctx.out.array(args.len() - 1);
     for key in &args[1..] {
-        match ctx.keys.read(key).and_then(|e| e.value.as_str()) {
+        match ctx.keys.read(key).and_then(|e| e.value().as_str()) {
             Some(s) => s.with_bytes(|b| ctx.out.bulk(b)),
             None => ctx.out.null(),
         }
@@ -537,7 +537,7 @@ fn mset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::WrongArity(ctx.name()));
     }
     for pair in args[1..].chunks_exact(2) {
-        let old = ctx.keys.set(pair[0], Value::string(pair[1]), Ttl::Persist);
+        let old = ctx.keys.set_string(pair[0], pair[1], Ttl::Persist);
         ctx.keys.changed(pair[0], "set");
         free(ctx, old);
     }
@@ -557,7 +557,7 @@ fn msetnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(());
     }
     for pair in args[1..].chunks_exact(2) {
-        ctx.keys.set(pair[0], Value::string(pair[1]), Ttl::Persist);
+        ctx.keys.set_string(pair[0], pair[1], Ttl::Persist);
         ctx.keys.changed(pair[0], "set");
     }
     ctx.out.integer(1);
@@ -570,7 +570,7 @@ fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
     let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let (entry, _) = db.get_or_insert_with(hash, key, now, || Value::Str(Str::Int(0)));
-    let s = entry.value.as_str_mut().ok_or(CmdError::WrongType)?;
+    let s = entry.value().as_str().ok_or(CmdError::WrongType)?;
     let current = match s.as_int() {
         Some(n) => n,
         None => match s.with_bytes(strata_keyspace::value::parse_canonical_i64) {
@@ -581,7 +581,7 @@ fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
     let Some(new) = current.checked_add(by) else {
         return Err(CmdError::Overflow);
     };
-    *s = Str::Int(new);
+    entry.set_str(StrRef::Int(new));
     if !no_touch {
         entry.touch(now);
     }
@@ -616,7 +616,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let current = match ctx.keys.get(key) {
         None => LongDouble::from_i64(0),
         Some(e) => {
-            let s = e.value.as_str().ok_or(CmdError::WrongType)?;
+            let s = e.value().as_str().ok_or(CmdError::WrongType)?;
             match s.as_int() {
                 Some(n) => LongDouble::from_i64(n),
                 None => s.with_bytes(LongDouble::parse).ok_or(CmdError::NotFloat)?,
@@ -633,7 +633,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let (entry, _) = db.get_or_insert_with(hash, key, now, || Value::Str(Str::Int(0)));
-    entry.value = Value::Str(Str::plain(text.as_bytes()));
+    entry.set_value(Value::Str(Str::plain(text.as_bytes())));
     if !no_touch {
         entry.touch(now);
     }
@@ -651,18 +651,25 @@ fn append(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let len = match db.get(hash, key, now) {
         // A new key holds the argument as SET would store it ("int", "embstr").
         None => {
-            db.set(hash, key, Value::string(args[2]), Ttl::Persist, now);
+            db.set_str(hash, key, StrRef::new(args[2]), Ttl::Persist, now);
             args[2].len()
         }
         Some(entry) => {
-            let s = entry.value.as_str_mut().ok_or(CmdError::WrongType)?;
+            let s = entry.value().as_str().ok_or(CmdError::WrongType)?;
             let total = s.len() + args[2].len();
             if total > max {
                 return Err(CmdError::StringTooLong);
             }
-            let mut bytes = std::mem::replace(s, Str::Int(0)).into_vec();
-            bytes.extend_from_slice(args[2]);
-            *s = Str::raw(bytes);
+            if entry.append(args[2]).is_none() {
+                // An integer: its digits and the argument, as a "raw" string.
+                let mut bytes = entry
+                    .value()
+                    .as_str()
+                    .map(StrRef::to_vec)
+                    .unwrap_or_default();
+                bytes.extend_from_slice(args[2]);
+                entry.set_str(StrRef::Raw(&bytes));
+            }
             if !no_touch {
                 entry.touch(now);
             }
@@ -675,7 +682,7 @@ fn append(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn strlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let len = ctx.keys.read_str(args[1])?.map_or(0, Str::len);
+    let len = ctx.keys.read_str(args[1])?.map_or(0, StrRef::len);
     ctx.out.integer(len as i64);
     Ok(())
 }
@@ -743,7 +750,7 @@ fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             len
         }
         Some(entry) => {
-            let s = entry.value.as_str_mut().ok_or(CmdError::WrongType)?;
+            let s = entry.value().as_str().ok_or(CmdError::WrongType)?;
             if value.is_empty() {
                 let len = s.len();
                 ctx.out.integer(len as i64);
@@ -752,14 +759,14 @@ fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             if too_long {
                 return Err(CmdError::StringTooLong);
             }
-            let mut bytes = std::mem::replace(s, Str::Int(0)).into_vec();
+            let mut bytes = s.to_vec();
             let end = offset as usize + value.len();
             if bytes.len() < end {
                 bytes.resize(end, 0);
             }
             bytes[offset as usize..end].copy_from_slice(value);
             let len = bytes.len();
-            *s = Str::raw(bytes);
+            entry.set_str(StrRef::Raw(&bytes));
             if !no_touch {
                 entry.touch(now);
             }

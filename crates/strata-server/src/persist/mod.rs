@@ -875,7 +875,7 @@ impl Persistence {
             };
             for entry in data.iter(now_ms) {
                 value.clear();
-                strata_keyspace::serialize::encode(&entry.value, &mut value);
+                strata_keyspace::serialize::encode(entry.value(), &mut value);
                 let meta = WriteMeta::new()
                     .with_version(version)
                     .with_expiry(data.expire_at(entry).unwrap_or(0));
@@ -1133,7 +1133,7 @@ impl Persistence {
             for (data, ns) in shard.dbs().iter().zip(&map.namespaces) {
                 for entry in data.iter(now) {
                     let key = engine_key(*ns, entry.key());
-                    if entry.value.is_cold() {
+                    if entry.value().is_cold() {
                         // Its only copy is the store's: whatever the reopened store
                         // holds is the value.
                         if !engine.contains(&key) {
@@ -1144,7 +1144,7 @@ impl Persistence {
                         continue;
                     }
                     value.clear();
-                    strata_keyspace::serialize::encode(&entry.value, &mut value);
+                    strata_keyspace::serialize::encode(entry.value(), &mut value);
                     let stored = engine.get_value(&key)?;
                     let expires_at = data.expire_at(entry);
                     let same =

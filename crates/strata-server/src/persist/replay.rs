@@ -86,7 +86,7 @@ impl Replay {
         }
         let mut shard = ks.lock(0);
         match shard.db(0).peek(hash, user_key, 0) {
-            Some(e) => strata_keyspace::serialize::to_vec(&e.value),
+            Some(e) => strata_keyspace::serialize::to_vec(e.value()),
             None => Vec::new(),
         }
     }

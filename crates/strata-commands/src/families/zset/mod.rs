@@ -463,8 +463,8 @@ pub const COMMANDS: &[Command] = &[
 fn read_zset<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k ZSet>, CmdError> {
     match keys.read(key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::ZSet(z) => Ok(Some(z)),
+        Some(e) => match e.value().as_zset() {
+            Some(z) => Ok(Some(z)),
             _ => Err(CmdError::WrongType),
         },
     }
@@ -474,8 +474,8 @@ fn read_zset<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k ZSet>, Cmd
 fn write_zset<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k mut ZSet>, CmdError> {
     match keys.get(key) {
         None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::ZSet(z) => Ok(Some(z)),
+        Some(e) => match e.value_mut() {
+            Some(Value::ZSet(z)) => Ok(Some(z)),
             _ => Err(CmdError::WrongType),
         },
     }

@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use strata_keyspace::{Ttl, Value, ZSet};
+use strata_keyspace::{Ttl, Value, ValueRef, ZSet};
 
 use super::reply_members;
 use crate::ctx::{Ctx, Keys};
@@ -81,9 +81,9 @@ impl Source<'_> {
     }
 }
 
-fn source(value: &Value) -> Result<Source<'_>, CmdError> {
+fn source(value: ValueRef<'_>) -> Result<Source<'_>, CmdError> {
     match value {
-        Value::ZSet(z) => Ok(Source::ZSet(z)),
+        ValueRef::Other(Value::ZSet(z)) => Ok(Source::ZSet(z)),
         _ => Err(CmdError::WrongType),
     }
 }
@@ -91,7 +91,7 @@ fn source(value: &Value) -> Result<Source<'_>, CmdError> {
 /// Calls `f` with the input at `key`, if the key exists.
 fn with_source<R>(keys: &mut Keys, key: &[u8], f: impl FnOnce(Source) -> R) -> Option<R> {
     let entry = keys.get(key)?;
-    source(&entry.value).ok().map(f)
+    source(entry.value()).ok().map(f)
 }
 
 /// One input: its key, its weight and its size (0 when missing).
@@ -125,7 +125,7 @@ fn setop_generic(
     let mut inputs = Vec::with_capacity(setnum);
     for &key in &args[first..first + setnum] {
         let len = match ctx.keys.read(key) {
-            Some(e) => source(&e.value)?.len(),
+            Some(e) => source(e.value())?.len(),
             None => 0,
         };
         inputs.push(Input {

@@ -73,7 +73,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[&[u8]], incr_command: bool) -> CmdResult 
     let no_touch = ctx.keys.no_touch;
     let (hash, db) = ctx.keys.db_for(key);
     let exists = match db.get(hash, key, now) {
-        Some(e) if !matches!(e.value, Value::ZSet(_)) => return Err(CmdError::WrongType),
+        Some(e) if e.value().as_zset().is_none() => return Err(CmdError::WrongType),
         found => found.is_some(),
     };
     if !exists && flags.xx {
@@ -91,7 +91,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[&[u8]], incr_command: bool) -> CmdResult 
     if !no_touch {
         entry.touch(now);
     }
-    let Value::ZSet(z) = &mut entry.value else {
+    let Some(Value::ZSet(z)) = entry.value_mut() else {
         return Err(CmdError::WrongType);
     };
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);

@@ -1,0 +1,722 @@
+//! A key's entry: the key, its value and what the keyspace keeps about it (access
+//! time, TTL flag, log location), in one allocation of the size they need.
+//!
+//! # Concept
+//!
+//! A fixed-size entry pays for the largest thing it may hold: 24 bytes of key and 24
+//! of value, 64 bytes with the metadata, whatever the key and value. Most keys are a
+//! few bytes and most values a short string, so here a string's key and bytes sit
+//! one after the other behind the metadata, and the entry is exactly as big as they
+//! are: `key:123` holding `x` takes one 32-byte allocation, a 100-byte value with a
+//! ten-byte key one of 128 bytes (the 64-byte entry and a 112-byte value before).
+//! Other values (collections, cold placeholders) are held as a whole [`Value`] at a
+//! fixed offset, so commands borrow them as before; their key follows.
+//!
+//! ```text
+//! offset 0   Meta (16 bytes): log slot, access time, log length, flags, kind
+//! string     16: key length, value length (LEB128), key bytes, value bytes
+//!            (an integer's value bytes are its zigzag LEB128 form)
+//! other      16: Value (24 bytes), 40: key length (LEB128), key bytes
+//! ```
+//!
+//! [`Entry`] is one non-null pointer, so a table slot holding an `Option<Entry>` is
+//! eight bytes.
+//!
+//! # Safety
+//!
+//! This is the keyspace's only unsafe code. Its invariants:
+//!
+//! - `ptr` points to a live allocation of 8-byte-aligned, `Entry::size` bytes made
+//!   by this module, owned by the entry alone (no two entries share one).
+//! - The first 16 bytes are a `Meta` whose `kind` says how the rest is laid out, and
+//!   every length stored matches the bytes that follow it.
+//! - For `kind::VALUE`, bytes 16..40 hold an initialized `Value` that the entry
+//!   owns; `kind::MOVED` means those bytes were moved out and must not be dropped.
+//!   String kinds initialize every byte of the allocation, so it may be read as a
+//!   slice; the other kinds only from offset 40.
+#![allow(unsafe_code)]
+
+use std::alloc::{self, Layout};
+use std::fmt;
+use std::mem::{self, size_of};
+use std::ptr::{self, NonNull};
+
+use crate::access;
+use crate::dict::DictEntry;
+use crate::logref::NarrowSlot;
+use crate::pack::{varint_len, write_varint};
+use crate::value::{StrRef, Value, ValueRef};
+
+/// What the keyspace keeps about a key besides its value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Meta {
+    log_slot: NarrowSlot,
+    lru: u32,
+    log_len: u16,
+    flags: u8,
+    kind: u8,
+}
+
+impl Meta {
+    /// A new key's: accessed at `now_ms`, no TTL, no log location.
+    fn new(now_ms: u64) -> Meta {
+        Meta {
+            log_slot: NarrowSlot::default(),
+            lru: access::initial(now_ms),
+            log_len: 0,
+            flags: 0,
+            kind: kind::VALUE,
+        }
+    }
+}
+
+const META: usize = size_of::<Meta>();
+const _: () = assert!(META == 16);
+/// Where a whole [`Value`] sits, and where the key of such an entry starts.
+const VALUE_AT: usize = META;
+const KEY_AFTER_VALUE: usize = VALUE_AT + size_of::<Value>();
+/// Every entry's alignment: enough for `Meta` and `Value`.
+const ALIGN: usize = 8;
+const _: () = assert!(ALIGN >= mem::align_of::<Value>() && ALIGN >= mem::align_of::<Meta>());
+const _: () = assert!(VALUE_AT.is_multiple_of(mem::align_of::<Value>()));
+
+/// How an entry's bytes after the `Meta` are laid out.
+mod kind {
+    /// A whole `Value` at offset 16, the key after it.
+    pub const VALUE: u8 = 0;
+    /// Laid out as `VALUE`, but the value was moved out: nothing to drop.
+    pub const MOVED: u8 = 1;
+    /// String kinds: key and value bytes after their two lengths.
+    pub const INT: u8 = 2;
+    pub const OWN_INT: u8 = 3;
+    pub const EMB: u8 = 4;
+    pub const RAW: u8 = 5;
+}
+
+const VOLATILE: u8 = 1;
+const LOGGED: u8 = 2;
+
+/// A key and what it holds (see the module docs).
+pub struct Entry {
+    ptr: NonNull<u8>,
+}
+
+// SAFETY: an entry owns its allocation and the `Value` in it exclusively, like a
+// `Box<(Meta, Value, [u8])>`; `Value` is itself `Send` and `Sync` (checked below).
+unsafe impl Send for Entry {}
+// SAFETY: as above; `&Entry` only gives shared access to what it owns.
+unsafe impl Sync for Entry {}
+
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Value>();
+};
+
+/// Reads a LEB128 number written by `write_varint` at `p`: the number and its length.
+///
+/// # Safety
+///
+/// `p` must point to a complete LEB128 number inside one allocation.
+#[inline]
+unsafe fn read_varint(p: *const u8) -> (usize, usize) {
+    // SAFETY: the caller guarantees a whole number at `p`.
+    let first = unsafe { *p };
+    if first < 0x80 {
+        return (first as usize, 1);
+    }
+    let (mut n, mut shift, mut i) = ((first & 0x7f) as usize, 7, 1);
+    loop {
+        // SAFETY: the number continues while the high bit is set.
+        let b = unsafe { *p.add(i) };
+        n |= ((b & 0x7f) as usize) << shift;
+        i += 1;
+        if b < 0x80 {
+            return (n, i);
+        }
+        shift += 7;
+    }
+}
+
+/// An integer's bytes in an entry: zigzag LEB128 (one byte for -64..=63).
+fn int_bytes(n: i64, buf: &mut [u8; 10]) -> usize {
+    write_varint(buf, ((n << 1) ^ (n >> 63)) as u64 as usize)
+}
+
+fn int_from_bytes(bytes: &[u8]) -> i64 {
+    let mut zigzag = 0u64;
+    for (i, b) in bytes.iter().enumerate() {
+        zigzag |= u64::from(b & 0x7f) << (7 * i);
+    }
+    ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64)
+}
+
+/// The kind and bytes a string is stored as.
+fn str_payload<'a>(s: StrRef<'a>, buf: &'a mut [u8; 10]) -> (u8, &'a [u8]) {
+    match s {
+        StrRef::Int(n) => {
+            let len = int_bytes(n, buf);
+            (kind::INT, &buf[..len])
+        }
+        StrRef::OwnInt(n) => {
+            let len = int_bytes(n, buf);
+            (kind::OWN_INT, &buf[..len])
+        }
+        StrRef::Emb(b) => (kind::EMB, b),
+        StrRef::Raw(b) => (kind::RAW, b),
+    }
+}
+
+fn is_string_kind(kind: u8) -> bool {
+    kind >= kind::INT
+}
+
+fn layout(size: usize) -> Layout {
+    // Sizes come from keys and values that exist in memory, far below isize::MAX.
+    Layout::from_size_align(size, ALIGN).expect("entry size overflows a layout")
+}
+
+/// A fresh allocation of `size` bytes with `meta` written at its start.
+fn allocate(size: usize, meta: Meta) -> NonNull<u8> {
+    let layout = layout(size);
+    // SAFETY: `size` is at least META, so the layout is not zero-sized.
+    let raw = unsafe { alloc::alloc(layout) };
+    let Some(ptr) = NonNull::new(raw) else {
+        alloc::handle_alloc_error(layout)
+    };
+    // SAFETY: the allocation is `ALIGN`-aligned and at least META bytes long.
+    unsafe { ptr.as_ptr().cast::<Meta>().write(meta) };
+    ptr
+}
+
+/// Where the parts of an entry are.
+struct Parts {
+    key_at: usize,
+    key_len: usize,
+    /// The value's bytes (string kinds only).
+    value_at: usize,
+    value_len: usize,
+}
+
+impl Parts {
+    fn size(&self) -> usize {
+        self.value_at + self.value_len
+    }
+}
+
+impl Entry {
+    /// A new entry for `key` holding `value`, accessed at `now_ms`, with no TTL and
+    /// no log location.
+    pub fn new(key: &[u8], value: Value, now_ms: u64) -> Entry {
+        match value {
+            Value::Str(s) => Entry::string(key, s.as_ref(), Meta::new(now_ms)),
+            other => Entry::whole(key, other, Meta::new(now_ms)),
+        }
+    }
+
+    /// [`Entry::new`] for a string given by reference.
+    pub fn new_str(key: &[u8], value: StrRef<'_>, now_ms: u64) -> Entry {
+        Entry::string(key, value, Meta::new(now_ms))
+    }
+
+    /// An entry of a string kind.
+    fn string(key: &[u8], s: StrRef<'_>, mut meta: Meta) -> Entry {
+        let mut buf = [0; 10];
+        let (kind, payload) = str_payload(s, &mut buf);
+        meta.kind = kind;
+        let head = varint_len(key.len()) + varint_len(payload.len());
+        let size = META + head + key.len() + payload.len();
+        let ptr = allocate(size, meta);
+        // SAFETY: the allocation is `size` bytes; the rest after META is written
+        // below, every byte of it, before the slice is read.
+        let body = unsafe {
+            let p = ptr.as_ptr().add(META);
+            ptr::write_bytes(p, 0, size - META);
+            std::slice::from_raw_parts_mut(p, size - META)
+        };
+        let mut at = write_varint(body, key.len());
+        at += write_varint(&mut body[at..], payload.len());
+        body[at..at + key.len()].copy_from_slice(key);
+        body[at + key.len()..].copy_from_slice(payload);
+        Entry { ptr }
+    }
+
+    /// An entry holding a whole `Value` (not a string).
+    fn whole(key: &[u8], value: Value, mut meta: Meta) -> Entry {
+        meta.kind = kind::VALUE;
+        let size = KEY_AFTER_VALUE + varint_len(key.len()) + key.len();
+        let ptr = allocate(size, meta);
+        // SAFETY: the allocation is `size` bytes and `ALIGN`-aligned; the value goes
+        // to its aligned slot, the key's length and bytes after it.
+        unsafe {
+            ptr.as_ptr().add(VALUE_AT).cast::<Value>().write(value);
+            let tail = std::slice::from_raw_parts_mut(
+                ptr.as_ptr().add(KEY_AFTER_VALUE),
+                size - KEY_AFTER_VALUE,
+            );
+            let at = write_varint(tail, key.len());
+            tail[at..].copy_from_slice(key);
+        }
+        Entry { ptr }
+    }
+
+    #[inline]
+    fn meta(&self) -> &Meta {
+        // SAFETY: every entry starts with an initialized, aligned `Meta`.
+        unsafe { &*self.ptr.as_ptr().cast::<Meta>() }
+    }
+
+    #[inline]
+    fn meta_mut(&mut self) -> &mut Meta {
+        // SAFETY: as in `meta`, and `&mut self` gives exclusive access.
+        unsafe { &mut *self.ptr.as_ptr().cast::<Meta>() }
+    }
+
+    #[inline]
+    fn parts(&self) -> Parts {
+        let p = self.ptr.as_ptr();
+        if is_string_kind(self.meta().kind) {
+            // SAFETY: a string entry's two lengths follow its `Meta`.
+            let ((key_len, a), (value_len, b)) = unsafe {
+                let k = read_varint(p.add(META));
+                (k, read_varint(p.add(META + k.1)))
+            };
+            let key_at = META + a + b;
+            Parts {
+                key_at,
+                key_len,
+                value_at: key_at + key_len,
+                value_len,
+            }
+        } else {
+            // SAFETY: the key's length follows the whole value.
+            let (key_len, a) = unsafe { read_varint(p.add(KEY_AFTER_VALUE)) };
+            let key_at = KEY_AFTER_VALUE + a;
+            Parts {
+                key_at,
+                key_len,
+                value_at: key_at + key_len,
+                value_len: 0,
+            }
+        }
+    }
+
+    /// `len` initialized bytes at `at`.
+    #[inline]
+    fn bytes(&self, at: usize, len: usize) -> &[u8] {
+        // SAFETY: callers pass ranges from `parts`, which are initialized bytes of
+        // this allocation (see the module's invariants).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(at), len) }
+    }
+
+    /// The bytes the allocation takes.
+    fn size(&self) -> usize {
+        self.parts().size()
+    }
+
+    #[inline]
+    pub fn key(&self) -> &[u8] {
+        let parts = self.parts();
+        self.bytes(parts.key_at, parts.key_len)
+    }
+
+    /// What the key holds.
+    #[inline]
+    pub fn value(&self) -> ValueRef<'_> {
+        let kind = self.meta().kind;
+        if !is_string_kind(kind) {
+            debug_assert_eq!(kind, kind::VALUE);
+            // SAFETY: a `VALUE` entry holds an initialized `Value` at `VALUE_AT`.
+            return ValueRef::Other(unsafe { &*self.ptr.as_ptr().add(VALUE_AT).cast::<Value>() });
+        }
+        let parts = self.parts();
+        let bytes = self.bytes(parts.value_at, parts.value_len);
+        ValueRef::Str(match kind {
+            kind::INT => StrRef::Int(int_from_bytes(bytes)),
+            kind::OWN_INT => StrRef::OwnInt(int_from_bytes(bytes)),
+            kind::EMB => StrRef::Emb(bytes),
+            _ => StrRef::Raw(bytes),
+        })
+    }
+
+    /// The value to change in place, if it is not a string (a string is replaced
+    /// whole, with [`Entry::set_value`]).
+    #[inline]
+    pub fn value_mut(&mut self) -> Option<&mut Value> {
+        if self.meta().kind != kind::VALUE {
+            return None;
+        }
+        // SAFETY: a `VALUE` entry holds an initialized `Value`; `&mut self` is
+        // exclusive.
+        Some(unsafe { &mut *self.ptr.as_ptr().add(VALUE_AT).cast::<Value>() })
+    }
+
+    /// Replaces the value, keeping the key and metadata; returns the old value if
+    /// it was not a string (a replaced string is freed here: it never needs freeing
+    /// elsewhere).
+    pub fn set_value(&mut self, value: Value) -> Option<Value> {
+        match value {
+            Value::Str(s) => self.set_str(s.as_ref()),
+            other => match self.value_mut() {
+                Some(v) => Some(mem::replace(v, other)),
+                None => {
+                    let new = Entry::whole(self.key(), other, *self.meta());
+                    mem::replace(self, new).into_whole()
+                }
+            },
+        }
+    }
+
+    /// Replaces the value by the string `s` (see [`Entry::set_value`]), in place
+    /// when the entry held a string of the same size.
+    pub fn set_str(&mut self, s: StrRef<'_>) -> Option<Value> {
+        if !is_string_kind(self.meta().kind) {
+            let new = Entry::string(self.key(), s, *self.meta());
+            return mem::replace(self, new).into_whole();
+        }
+        let mut buf = [0; 10];
+        let (kind, payload) = str_payload(s, &mut buf);
+        let parts = self.parts();
+        if parts.value_len == payload.len() {
+            self.meta_mut().kind = kind;
+            // SAFETY: the value's bytes are `payload.len()` bytes at `value_at`,
+            // inside this allocation, which `&mut self` holds exclusively.
+            unsafe {
+                let dst = self.ptr.as_ptr().add(parts.value_at);
+                ptr::copy_nonoverlapping(payload.as_ptr(), dst, payload.len());
+            }
+            return None;
+        }
+        let new = Entry::string(self.key(), s, *self.meta());
+        *self = new;
+        None
+    }
+
+    /// Appends `extra` to a string that is not an integer, which becomes "raw";
+    /// returns its new length, or `None` (changing nothing) for any other value. The
+    /// allocation grows in place where the allocator can (as a big string's does).
+    pub fn append(&mut self, extra: &[u8]) -> Option<usize> {
+        let kind = self.meta().kind;
+        if kind != kind::EMB && kind != kind::RAW {
+            return None;
+        }
+        let parts = self.parts();
+        let old_size = parts.size();
+        let len = parts.value_len + extra.len();
+        let head = varint_len(parts.key_len) + varint_len(len);
+        let key_at = META + head;
+        let new_size = key_at + parts.key_len + len;
+        let new_layout = layout(new_size);
+        // SAFETY: the allocation was made with `layout(old_size)`; `realloc` keeps its
+        // first `old_size` bytes. A longer length may need more bytes: the key and
+        // value then move up (`copy` handles the overlap) before the lengths are
+        // rewritten, and `extra` goes after the value. Every byte up to `new_size` is
+        // written, and `&mut self` holds the entry exclusively.
+        unsafe {
+            let raw = alloc::realloc(self.ptr.as_ptr(), layout(old_size), new_size);
+            let Some(ptr) = NonNull::new(raw) else {
+                alloc::handle_alloc_error(new_layout)
+            };
+            self.ptr = ptr;
+            let p = ptr.as_ptr();
+            if key_at != parts.key_at {
+                ptr::copy(
+                    p.add(parts.key_at),
+                    p.add(key_at),
+                    parts.key_len + parts.value_len,
+                );
+            }
+            let lengths = std::slice::from_raw_parts_mut(p.add(META), head);
+            let at = write_varint(lengths, parts.key_len);
+            write_varint(&mut lengths[at..], len);
+            ptr::copy_nonoverlapping(
+                extra.as_ptr(),
+                p.add(key_at + parts.key_len + parts.value_len),
+                extra.len(),
+            );
+        }
+        self.meta_mut().kind = kind::RAW;
+        Some(len)
+    }
+
+    /// The value, taking it out of the entry.
+    pub fn into_value(self) -> Value {
+        match self.value() {
+            ValueRef::Str(s) => Value::Str(s.to_owned()),
+            ValueRef::Other(_) => self.into_whole().expect("a whole value"),
+        }
+    }
+
+    /// The whole value of a `VALUE` entry, moved out; `None` for a string.
+    fn into_whole(mut self) -> Option<Value> {
+        self.take_whole()
+    }
+
+    /// Moves the whole value of a `VALUE` entry out, leaving the entry `MOVED`: it
+    /// must then be dropped, never read.
+    fn take_whole(&mut self) -> Option<Value> {
+        if self.meta().kind != kind::VALUE {
+            return None;
+        }
+        // SAFETY: a `VALUE` entry holds an initialized `Value`; marking the entry
+        // `MOVED` keeps the value from being dropped twice.
+        let value = unsafe { self.ptr.as_ptr().add(VALUE_AT).cast::<Value>().read() };
+        self.meta_mut().kind = kind::MOVED;
+        Some(value)
+    }
+
+    /// Gives the entry another key (RENAME, MOVE): it must then be inserted under it.
+    pub fn set_key(&mut self, key: &[u8]) {
+        let meta = *self.meta();
+        let new = match self.value() {
+            ValueRef::Str(s) => Entry::string(key, s, meta),
+            ValueRef::Other(_) => {
+                let value = self.take_whole().expect("a whole value");
+                Entry::whole(key, value, meta)
+            }
+        };
+        *self = new;
+    }
+
+    /// Whether the key has a TTL (the database's `Expires` holds it).
+    #[inline]
+    pub fn has_ttl(&self) -> bool {
+        self.meta().flags & VOLATILE != 0
+    }
+
+    #[inline]
+    pub(crate) fn set_volatile(&mut self, volatile: bool) {
+        self.set_flag(VOLATILE, volatile);
+    }
+
+    #[inline]
+    fn set_flag(&mut self, flag: u8, on: bool) {
+        let m = self.meta_mut();
+        m.flags = if on { m.flags | flag } else { m.flags & !flag };
+    }
+
+    /// Whether the database knows where the key's records are in the store's log.
+    #[inline]
+    pub fn is_logged(&self) -> bool {
+        self.meta().flags & LOGGED != 0
+    }
+
+    #[inline]
+    pub(crate) fn set_logged(&mut self, logged: bool) {
+        self.set_flag(LOGGED, logged);
+    }
+
+    /// Where the key's one record is in the log, and its length (0: not held here).
+    #[inline]
+    pub(crate) fn log_slot(&self) -> (NarrowSlot, u16) {
+        let m = self.meta();
+        (m.log_slot, m.log_len)
+    }
+
+    #[inline]
+    pub(crate) fn set_log_slot(&mut self, slot: NarrowSlot, len: u16) {
+        let m = self.meta_mut();
+        m.log_slot = slot;
+        m.log_len = len;
+    }
+
+    /// The access time or LFU counter (see [`crate::access`]).
+    #[inline]
+    pub(crate) fn lru(&self) -> u32 {
+        self.meta().lru
+    }
+
+    /// Records an access at `now_ms` (a new time under LRU, a counter increment under
+    /// LFU).
+    #[inline]
+    pub fn touch(&mut self, now_ms: u64) {
+        let m = self.meta_mut();
+        m.lru = access::accessed(m.lru, now_ms);
+    }
+
+    /// Seconds since the last access (meaningful under LRU).
+    pub fn idle_seconds(&self, now_ms: u64) -> u64 {
+        access::idle_ms(self.lru(), now_ms) / 1000
+    }
+
+    /// The LFU counter after its decay (meaningful under LFU).
+    pub fn freq(&self, now_ms: u64) -> u8 {
+        access::lfu_decayed(self.lru(), now_ms)
+    }
+
+    /// Bytes this entry holds: its allocation and what its value holds beyond it.
+    pub fn memory_usage(&self) -> usize {
+        let extra = match self.value() {
+            ValueRef::Other(v) => v.heap_size(),
+            ValueRef::Str(_) => 0,
+        };
+        self.size() + extra
+    }
+}
+
+impl DictEntry for Entry {
+    #[inline]
+    fn key(&self) -> &[u8] {
+        Entry::key(self)
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        let size = self.size();
+        if self.meta().kind == kind::VALUE {
+            // SAFETY: a `VALUE` entry owns an initialized `Value`, dropped once here.
+            unsafe { ptr::drop_in_place(self.ptr.as_ptr().add(VALUE_AT).cast::<Value>()) };
+        }
+        // SAFETY: the allocation was made by `allocate` with this size and alignment.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout(size)) };
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("key", &String::from_utf8_lossy(self.key()))
+            .field("value", &self.value())
+            .field("meta", self.meta())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::Hash;
+    use crate::value::Str;
+
+    fn str_value(e: &Entry) -> Vec<u8> {
+        e.value().as_str().expect("a string").to_vec()
+    }
+
+    #[test]
+    fn small_strings_fit_32_bytes() {
+        let e = Entry::new(b"key:123456", Value::string(b"x"), 0);
+        assert_eq!(e.size(), 29);
+        assert_eq!(e.key(), b"key:123456");
+        assert_eq!(str_value(&e), b"x");
+        assert_eq!(size_of::<Entry>(), 8);
+        assert_eq!(size_of::<Option<Entry>>(), 8);
+    }
+
+    #[test]
+    fn integers_keep_their_encoding() {
+        for n in [0, 1, -1, 63, -64, 64, 9999, 10_000, i64::MAX, i64::MIN] {
+            let e = Entry::new(b"k", Value::Str(Str::Int(n)), 0);
+            assert_eq!(e.value().as_str().and_then(|s| s.as_int()), Some(n));
+            assert_eq!(e.value().encoding(), "int");
+            let own = Entry::new(b"k", Value::Str(Str::OwnInt(n)), 0);
+            assert_eq!(own.value().as_str().unwrap().refcount(), 1);
+            assert_eq!(own.into_value(), Value::Str(Str::OwnInt(n)));
+        }
+    }
+
+    #[test]
+    fn encodings_survive_the_round_trip() {
+        let cases = [
+            Str::new(b"hello"),
+            Str::new(&[b'a'; 44]),
+            Str::new(&[b'a'; 45]),
+            Str::raw(b"ab".to_vec()),
+            Str::raw(vec![b'z'; 300]),
+            Str::new(b""),
+        ];
+        for s in cases {
+            let e = Entry::new(b"key", Value::Str(s.clone()), 0);
+            assert_eq!(e.value().encoding(), s.encoding());
+            assert_eq!(e.into_value(), Value::Str(s));
+        }
+    }
+
+    #[test]
+    fn values_change_kind_and_size() {
+        let mut e = Entry::new(&[7; 200], Value::string(b"short"), 0);
+        e.set_volatile(true);
+        e.touch(12345);
+        let lru = e.lru();
+        assert!(e.set_value(Value::string(&[1; 1000])).is_none());
+        assert_eq!(str_value(&e), vec![1; 1000]);
+        assert!(e.set_value(Value::string(&[2; 1000])).is_none());
+        assert_eq!(str_value(&e), vec![2; 1000]);
+        assert!(e.set_value(Value::Hash(Hash::default())).is_none());
+        assert!(e.value().as_hash().is_some());
+        assert!(e.value_mut().is_some());
+        let old = e.set_value(Value::string(b"back"));
+        assert!(matches!(old, Some(Value::Hash(_))));
+        assert_eq!(str_value(&e), b"back");
+        assert_eq!(e.key(), &[7; 200][..]);
+        assert!(e.has_ttl());
+        assert_eq!(e.lru(), lru);
+    }
+
+    #[test]
+    fn keys_change_and_values_move_with_them() {
+        let mut h = Hash::default();
+        h.insert(b"f", b"v", &crate::EncodingLimits::default());
+        let mut e = Entry::new(b"a", Value::Hash(h.clone()), 0);
+        e.set_logged(true);
+        e.set_key(&[b'k'; 130]);
+        assert_eq!(e.key(), &[b'k'; 130][..]);
+        assert!(e.is_logged());
+        assert_eq!(e.value().as_hash().map(Hash::len), Some(1));
+        assert_eq!(e.into_value(), Value::Hash(h));
+        let mut s = Entry::new(b"a", Value::string(b"v"), 0);
+        s.set_key(b"bb");
+        assert_eq!((s.key(), str_value(&s)), (&b"bb"[..], b"v".to_vec()));
+    }
+
+    #[test]
+    fn metadata_is_independent_of_the_value() {
+        let mut e = Entry::new(b"k", Value::string(b"v"), 0);
+        assert!(!e.has_ttl() && !e.is_logged());
+        e.set_logged(true);
+        e.set_volatile(true);
+        e.set_volatile(false);
+        assert!(e.is_logged() && !e.has_ttl());
+        e.set_log_slot(NarrowSlot::default(), 9);
+        assert_eq!(e.log_slot().1, 9);
+        e.set_value(Value::string(b"longer value"));
+        assert_eq!(e.log_slot().1, 9);
+        assert!(e.is_logged());
+    }
+
+    #[test]
+    fn appends_grow_the_string_in_place() {
+        let mut e = Entry::new(b"k", Value::string(b"ab"), 0);
+        let mut want = b"ab".to_vec();
+        // Through the lengths whose LEB128 form grows a byte (128, 16384).
+        for i in 0..400u32 {
+            let piece = vec![i as u8; (i % 97) as usize];
+            want.extend_from_slice(&piece);
+            assert_eq!(e.append(&piece), Some(want.len()));
+        }
+        assert!(want.len() > 16384);
+        assert_eq!(e.key(), b"k");
+        assert_eq!(e.value().encoding(), "raw");
+        assert_eq!(str_value(&e), want);
+        let mut n = Entry::new(b"k", Value::string(b"12"), 0);
+        assert_eq!(n.append(b"3"), None, "integers are converted by the caller");
+        assert_eq!(str_value(&n), b"12");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_key_and_string_round_trips(
+            key in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+            first in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+            second in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+        ) {
+            let mut e = Entry::new(&key, Value::string(&first), 0);
+            proptest::prop_assert_eq!(e.key(), &key[..]);
+            proptest::prop_assert_eq!(str_value(&e), first);
+            e.set_value(Value::string(&second));
+            proptest::prop_assert_eq!(e.key(), &key[..]);
+            proptest::prop_assert_eq!(str_value(&e), second.clone());
+            proptest::prop_assert_eq!(e.into_value(), Value::string(&second));
+        }
+    }
+}

@@ -417,7 +417,7 @@ fn kinds_of(
     // O(1) per command, whatever the value's size.
     let value_size = match entry.value() {
         ValueRef::Str(s) => s.len(),
-        ValueRef::Other(v) => v.heap_size_quick(),
+        other => other.heap_size_quick(),
     } + 1;
     // An operation on a key the database lists no records of costs a tombstone too
     // (see `record_for`), and the key's records become a chain, listed by key bytes;

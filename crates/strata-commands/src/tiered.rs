@@ -143,7 +143,7 @@ fn note(
     value: ValueRef<'_>,
     refs: impl FnOnce() -> Option<strata_keyspace::logref::LogRefs>,
 ) {
-    if let ValueRef::Other(Value::Cold(c)) = value
+    if let ValueRef::Cold(c) = value
         && !cold.iter().any(|k| k.db == db && k.key == key)
     {
         cold.push(ColdKey {

@@ -616,7 +616,7 @@ impl Db {
     }
 
     /// Samples up to `n` keys whose values `maxmemory-policy tiered` may move out of
-    /// memory ([`Value::is_tierable`]) and calls `f(score, key)` for each, scored as
+    /// memory ([`crate::ValueRef::is_tierable`]) and calls `f(score, key)` for each, scored as
     /// LRU (the least recently used first). Picks that find a value already out, or
     /// one that cannot go, are spent: a mostly cold table yields few candidates.
     pub fn tier_sample(
@@ -659,8 +659,7 @@ impl Db {
     /// command that wanted it runs.
     pub fn warm(&mut self, hash: u64, key: &[u8], token: u32, value: Value, now_ms: u64) -> bool {
         match self.dict.get_mut(hash, key) {
-            Some(e) if matches!(e.value().as_other(), Some(Value::Cold(c)) if c.token() == token) =>
-            {
+            Some(e) if e.value().as_cold().is_some_and(|c| c.token() == token) => {
                 e.set_value(value);
                 e.touch(now_ms);
                 true
@@ -1022,14 +1021,14 @@ mod tests {
         assert!(d.apply_log(h, b"long", LogChange::Put(at)));
         assert_eq!(
             d.make_cold(h, b"long", 0),
-            // 122 bytes (lengths, key, value) become 45 (a placeholder and the key).
-            Some(122 - 45)
+            // 122 bytes (lengths, key, value) become 37 (a placeholder and the key).
+            Some(122 - 37)
         );
         // A short string lives in the entry: moving it out would free nothing.
         let hs = d.hash(b"short");
         assert_eq!(d.make_cold(hs, b"short", 0), None);
-        let token = match d.peek(h, b"long", 0).unwrap().value().as_other() {
-            Some(Value::Cold(c)) => {
+        let token = match d.peek(h, b"long", 0).unwrap().value().as_cold() {
+            Some(c) => {
                 assert_eq!(
                     (c.len(), d.peek(h, b"long", 0).unwrap().value().encoding()),
                     (100, "raw")

@@ -9,14 +9,16 @@
 //! one after the other behind the metadata, and the entry is exactly as big as they
 //! are: `key:123` holding `x` takes one 32-byte allocation, a 100-byte value with a
 //! ten-byte key one of 128 bytes (the 64-byte entry and a 112-byte value before).
-//! Other values (collections, cold placeholders) are held as a whole [`Value`] at a
-//! fixed offset, so commands borrow them as before; their key follows.
+//! Other values (collections, cold placeholders) keep their handle (at most 16
+//! bytes: the kind says which type it is, so no `Value` tag is stored) at a fixed
+//! offset, where commands borrow it; their key follows.
 //!
 //! ```text
 //! offset 0   Meta (16 bytes): log slot, access time, log length, flags, kind
 //! string     16: key length, value length (LEB128), key bytes, value bytes
 //!            (an integer's value bytes are its zigzag LEB128 form)
-//! other      16: Value (24 bytes), 40: key length (LEB128), key bytes
+//! other      16: handle (List box, Hash, Set, ZSet or Cold; 16 bytes),
+//!            32: key length (LEB128), key bytes
 //! ```
 //!
 //! [`Entry`] is one non-null pointer, so a table slot holding an `Option<Entry>` is
@@ -30,10 +32,11 @@
 //!   by this module, owned by the entry alone (no two entries share one).
 //! - The first 16 bytes are a `Meta` whose `kind` says how the rest is laid out, and
 //!   every length stored matches the bytes that follow it.
-//! - For `kind::VALUE`, bytes 16..40 hold an initialized `Value` that the entry
-//!   owns; `kind::MOVED` means those bytes were moved out and must not be dropped.
-//!   String kinds initialize every byte of the allocation, so it may be read as a
-//!   slice; the other kinds only from offset 40.
+//! - For a handle kind (`kind::LIST`... `kind::COLD`), bytes 16..32 begin with an
+//!   initialized handle of that kind's type, which the entry owns; `kind::MOVED`
+//!   means it was moved out and must not be dropped. String kinds initialize every
+//!   byte of the allocation, so it may be read as a slice; the other kinds only from
+//!   offset 32.
 #![allow(unsafe_code)]
 
 use std::alloc::{self, Layout};
@@ -43,9 +46,13 @@ use std::ptr::{self, NonNull};
 
 use crate::access;
 use crate::dict::DictEntry;
+use crate::hash::Hash;
+use crate::list::List;
 use crate::logref::NarrowSlot;
 use crate::pack::{varint_len, write_varint};
-use crate::value::{StrRef, Value, ValueRef};
+use crate::set::Set;
+use crate::value::{Cold, StrRef, Value, ValueRef};
+use crate::zset::ZSet;
 
 /// What the keyspace keeps about a key besides its value.
 #[repr(C)]
@@ -66,32 +73,45 @@ impl Meta {
             lru: access::initial(now_ms),
             log_len: 0,
             flags: 0,
-            kind: kind::VALUE,
+            kind: kind::MOVED,
         }
     }
 }
 
 const META: usize = size_of::<Meta>();
 const _: () = assert!(META == 16);
-/// Where a whole [`Value`] sits, and where the key of such an entry starts.
-const VALUE_AT: usize = META;
-const KEY_AFTER_VALUE: usize = VALUE_AT + size_of::<Value>();
-/// Every entry's alignment: enough for `Meta` and `Value`.
+/// Where a collection's or placeholder's handle sits, and where the key of such an
+/// entry starts.
+const HANDLE_AT: usize = META;
+const HANDLE: usize = 16;
+const KEY_AFTER_HANDLE: usize = HANDLE_AT + HANDLE;
+/// Every entry's alignment: enough for `Meta` and every handle.
 const ALIGN: usize = 8;
-const _: () = assert!(ALIGN >= mem::align_of::<Value>() && ALIGN >= mem::align_of::<Meta>());
-const _: () = assert!(VALUE_AT.is_multiple_of(mem::align_of::<Value>()));
+
+/// Checks at compile time that `T` fits the handle's place.
+const fn fits<T>() -> bool {
+    size_of::<T>() <= HANDLE
+        && mem::align_of::<T>() <= ALIGN
+        && HANDLE_AT.is_multiple_of(mem::align_of::<T>())
+}
+const _: () = assert!(fits::<Box<List>>() && fits::<Hash>() && fits::<Set>());
+const _: () = assert!(fits::<ZSet>() && fits::<Cold>() && mem::align_of::<Meta>() <= ALIGN);
 
 /// How an entry's bytes after the `Meta` are laid out.
 mod kind {
-    /// A whole `Value` at offset 16, the key after it.
-    pub const VALUE: u8 = 0;
-    /// Laid out as `VALUE`, but the value was moved out: nothing to drop.
-    pub const MOVED: u8 = 1;
+    /// Handle kinds: the handle at offset 16, the key after it.
+    pub const LIST: u8 = 0;
+    pub const HASH: u8 = 1;
+    pub const SET: u8 = 2;
+    pub const ZSET: u8 = 3;
+    pub const COLD: u8 = 4;
+    /// Laid out as a handle kind, but the handle was moved out: nothing to drop.
+    pub const MOVED: u8 = 5;
     /// String kinds: key and value bytes after their two lengths.
-    pub const INT: u8 = 2;
-    pub const OWN_INT: u8 = 3;
-    pub const EMB: u8 = 4;
-    pub const RAW: u8 = 5;
+    pub const INT: u8 = 6;
+    pub const OWN_INT: u8 = 7;
+    pub const EMB: u8 = 8;
+    pub const RAW: u8 = 9;
 }
 
 const VOLATILE: u8 = 1;
@@ -102,8 +122,9 @@ pub struct Entry {
     ptr: NonNull<u8>,
 }
 
-// SAFETY: an entry owns its allocation and the `Value` in it exclusively, like a
-// `Box<(Meta, Value, [u8])>`; `Value` is itself `Send` and `Sync` (checked below).
+// SAFETY: an entry owns its allocation and the handle in it exclusively, like a
+// `Box<(Meta, Value, [u8])>`; `Value`, holding every handle type, is itself `Send`
+// and `Sync` (checked below).
 unsafe impl Send for Entry {}
 // SAFETY: as above; `&Entry` only gives shared access to what it owns.
 unsafe impl Sync for Entry {}
@@ -241,23 +262,81 @@ impl Entry {
         Entry { ptr }
     }
 
-    /// An entry holding a whole `Value` (not a string).
+    /// An entry holding a value that is not a string.
     fn whole(key: &[u8], value: Value, mut meta: Meta) -> Entry {
-        meta.kind = kind::VALUE;
-        let size = KEY_AFTER_VALUE + varint_len(key.len()) + key.len();
-        let ptr = allocate(size, meta);
-        // SAFETY: the allocation is `size` bytes and `ALIGN`-aligned; the value goes
-        // to its aligned slot, the key's length and bytes after it.
+        meta.kind = kind::MOVED;
+        let size = KEY_AFTER_HANDLE + varint_len(key.len()) + key.len();
+        let mut entry = Entry {
+            ptr: allocate(size, meta),
+        };
+        // SAFETY: the allocation is `size` bytes; the key's length and bytes go after
+        // the handle's place, and the handle is written (and the kind set) last, so
+        // the entry is whole before anything reads it.
         unsafe {
-            ptr.as_ptr().add(VALUE_AT).cast::<Value>().write(value);
             let tail = std::slice::from_raw_parts_mut(
-                ptr.as_ptr().add(KEY_AFTER_VALUE),
-                size - KEY_AFTER_VALUE,
+                entry.ptr.as_ptr().add(KEY_AFTER_HANDLE),
+                size - KEY_AFTER_HANDLE,
             );
             let at = write_varint(tail, key.len());
             tail[at..].copy_from_slice(key);
         }
-        Entry { ptr }
+        entry.put_handle(value);
+        entry
+    }
+
+    /// Writes the handle of `value` (not a string) in the handle's place of an entry
+    /// whose handle is `MOVED`, and sets the kind.
+    fn put_handle(&mut self, value: Value) {
+        debug_assert_eq!(self.meta().kind, kind::MOVED);
+        let at = self.ptr.as_ptr().wrapping_add(HANDLE_AT);
+        // SAFETY: the handle's place is 16 bytes at an 8-aligned offset (every
+        // handle type fits: checked at compile time) and holds nothing to drop.
+        let kind = unsafe {
+            match value {
+                Value::List(l) => {
+                    at.cast::<Box<List>>().write(l);
+                    kind::LIST
+                }
+                Value::Hash(h) => {
+                    at.cast::<Hash>().write(h);
+                    kind::HASH
+                }
+                Value::Set(v) => {
+                    at.cast::<Set>().write(v);
+                    kind::SET
+                }
+                Value::ZSet(z) => {
+                    at.cast::<ZSet>().write(z);
+                    kind::ZSET
+                }
+                Value::Cold(c) => {
+                    at.cast::<Cold>().write(c);
+                    kind::COLD
+                }
+                Value::Str(_) => unreachable!("strings are packed, never held as a handle"),
+            }
+        };
+        self.meta_mut().kind = kind;
+    }
+
+    /// The handle of a handle kind, as `T`.
+    ///
+    /// # Safety
+    ///
+    /// The entry's kind must hold a `T`.
+    #[inline]
+    unsafe fn handle<T>(&self) -> &T {
+        // SAFETY: the caller guarantees a `T` in the handle's place.
+        unsafe { &*self.ptr.as_ptr().add(HANDLE_AT).cast::<T>() }
+    }
+
+    /// # Safety
+    ///
+    /// As [`Entry::handle`].
+    #[inline]
+    unsafe fn handle_mut<T>(&mut self) -> &mut T {
+        // SAFETY: as in `handle`; `&mut self` is exclusive.
+        unsafe { &mut *self.ptr.as_ptr().add(HANDLE_AT).cast::<T>() }
     }
 
     #[inline]
@@ -289,9 +368,9 @@ impl Entry {
                 value_len,
             }
         } else {
-            // SAFETY: the key's length follows the whole value.
-            let (key_len, a) = unsafe { read_varint(p.add(KEY_AFTER_VALUE)) };
-            let key_at = KEY_AFTER_VALUE + a;
+            // SAFETY: the key's length follows the handle's place.
+            let (key_len, a) = unsafe { read_varint(p.add(KEY_AFTER_HANDLE)) };
+            let key_at = KEY_AFTER_HANDLE + a;
             Parts {
                 key_at,
                 key_len,
@@ -323,32 +402,53 @@ impl Entry {
     /// What the key holds.
     #[inline]
     pub fn value(&self) -> ValueRef<'_> {
-        let kind = self.meta().kind;
-        if !is_string_kind(kind) {
-            debug_assert_eq!(kind, kind::VALUE);
-            // SAFETY: a `VALUE` entry holds an initialized `Value` at `VALUE_AT`.
-            return ValueRef::Other(unsafe { &*self.ptr.as_ptr().add(VALUE_AT).cast::<Value>() });
+        // SAFETY (each arm): the kind says which handle the entry holds.
+        match self.meta().kind {
+            kind::LIST => ValueRef::List(unsafe { self.handle::<Box<List>>() }),
+            kind::HASH => ValueRef::Hash(unsafe { self.handle::<Hash>() }),
+            kind::SET => ValueRef::Set(unsafe { self.handle::<Set>() }),
+            kind::ZSET => ValueRef::ZSet(unsafe { self.handle::<ZSet>() }),
+            kind::COLD => ValueRef::Cold(unsafe { self.handle::<Cold>() }),
+            kind => {
+                debug_assert!(is_string_kind(kind), "a moved entry is never read");
+                let parts = self.parts();
+                let bytes = self.bytes(parts.value_at, parts.value_len);
+                ValueRef::Str(match kind {
+                    kind::INT => StrRef::Int(int_from_bytes(bytes)),
+                    kind::OWN_INT => StrRef::OwnInt(int_from_bytes(bytes)),
+                    kind::EMB => StrRef::Emb(bytes),
+                    _ => StrRef::Raw(bytes),
+                })
+            }
         }
-        let parts = self.parts();
-        let bytes = self.bytes(parts.value_at, parts.value_len);
-        ValueRef::Str(match kind {
-            kind::INT => StrRef::Int(int_from_bytes(bytes)),
-            kind::OWN_INT => StrRef::OwnInt(int_from_bytes(bytes)),
-            kind::EMB => StrRef::Emb(bytes),
-            _ => StrRef::Raw(bytes),
-        })
     }
 
-    /// The value to change in place, if it is not a string (a string is replaced
-    /// whole, with [`Entry::set_value`]).
+    /// The list, to change in place.
     #[inline]
-    pub fn value_mut(&mut self) -> Option<&mut Value> {
-        if self.meta().kind != kind::VALUE {
-            return None;
-        }
-        // SAFETY: a `VALUE` entry holds an initialized `Value`; `&mut self` is
-        // exclusive.
-        Some(unsafe { &mut *self.ptr.as_ptr().add(VALUE_AT).cast::<Value>() })
+    pub fn as_list_mut(&mut self) -> Option<&mut List> {
+        // SAFETY: a `LIST` entry holds a `Box<List>`.
+        (self.meta().kind == kind::LIST).then(|| &mut **unsafe { self.handle_mut::<Box<List>>() })
+    }
+
+    /// The hash, to change in place.
+    #[inline]
+    pub fn as_hash_mut(&mut self) -> Option<&mut Hash> {
+        // SAFETY: a `HASH` entry holds a `Hash`.
+        (self.meta().kind == kind::HASH).then(|| unsafe { self.handle_mut::<Hash>() })
+    }
+
+    /// The set, to change in place.
+    #[inline]
+    pub fn as_set_mut(&mut self) -> Option<&mut Set> {
+        // SAFETY: a `SET` entry holds a `Set`.
+        (self.meta().kind == kind::SET).then(|| unsafe { self.handle_mut::<Set>() })
+    }
+
+    /// The sorted set, to change in place.
+    #[inline]
+    pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
+        // SAFETY: a `ZSET` entry holds a `ZSet`.
+        (self.meta().kind == kind::ZSET).then(|| unsafe { self.handle_mut::<ZSet>() })
     }
 
     /// Replaces the value, keeping the key and metadata; returns the old value if
@@ -357,13 +457,16 @@ impl Entry {
     pub fn set_value(&mut self, value: Value) -> Option<Value> {
         match value {
             Value::Str(s) => self.set_str(s.as_ref()),
-            other => match self.value_mut() {
-                Some(v) => Some(mem::replace(v, other)),
-                None => {
-                    let new = Entry::whole(self.key(), other, *self.meta());
-                    mem::replace(self, new).into_whole()
-                }
-            },
+            other if is_string_kind(self.meta().kind) => {
+                let new = Entry::whole(self.key(), other, *self.meta());
+                *self = new;
+                None
+            }
+            other => {
+                let old = self.take_whole();
+                self.put_handle(other);
+                old
+            }
         }
     }
 
@@ -443,24 +546,32 @@ impl Entry {
     pub fn into_value(self) -> Value {
         match self.value() {
             ValueRef::Str(s) => Value::Str(s.to_owned()),
-            ValueRef::Other(_) => self.into_whole().expect("a whole value"),
+            _ => self.into_whole().expect("a handle"),
         }
     }
 
-    /// The whole value of a `VALUE` entry, moved out; `None` for a string.
+    /// The value of a handle kind, moved out; `None` for a string.
     fn into_whole(mut self) -> Option<Value> {
         self.take_whole()
     }
 
-    /// Moves the whole value of a `VALUE` entry out, leaving the entry `MOVED`: it
-    /// must then be dropped, never read.
+    /// Moves the value of a handle kind out, leaving the entry `MOVED`: it must then
+    /// be given another handle or dropped, never read.
     fn take_whole(&mut self) -> Option<Value> {
-        if self.meta().kind != kind::VALUE {
-            return None;
-        }
-        // SAFETY: a `VALUE` entry holds an initialized `Value`; marking the entry
-        // `MOVED` keeps the value from being dropped twice.
-        let value = unsafe { self.ptr.as_ptr().add(VALUE_AT).cast::<Value>().read() };
+        let kind = self.meta().kind;
+        let at = self.ptr.as_ptr().wrapping_add(HANDLE_AT);
+        // SAFETY: the kind says which handle is in place; marking the entry `MOVED`
+        // keeps it from being dropped twice.
+        let value = unsafe {
+            match kind {
+                kind::LIST => Value::List(at.cast::<Box<List>>().read()),
+                kind::HASH => Value::Hash(at.cast::<Hash>().read()),
+                kind::SET => Value::Set(at.cast::<Set>().read()),
+                kind::ZSET => Value::ZSet(at.cast::<ZSet>().read()),
+                kind::COLD => Value::Cold(at.cast::<Cold>().read()),
+                _ => return None,
+            }
+        };
         self.meta_mut().kind = kind::MOVED;
         Some(value)
     }
@@ -470,8 +581,8 @@ impl Entry {
         let meta = *self.meta();
         let new = match self.value() {
             ValueRef::Str(s) => Entry::string(key, s, meta),
-            ValueRef::Other(_) => {
-                let value = self.take_whole().expect("a whole value");
+            _ => {
+                let value = self.take_whole().expect("a handle");
                 Entry::whole(key, value, meta)
             }
         };
@@ -546,11 +657,7 @@ impl Entry {
 
     /// Bytes this entry holds: its allocation and what its value holds beyond it.
     pub fn memory_usage(&self) -> usize {
-        let extra = match self.value() {
-            ValueRef::Other(v) => v.heap_size(),
-            ValueRef::Str(_) => 0,
-        };
-        self.size() + extra
+        self.size() + self.value().heap_size()
     }
 }
 
@@ -564,10 +671,7 @@ impl DictEntry for Entry {
 impl Drop for Entry {
     fn drop(&mut self) {
         let size = self.size();
-        if self.meta().kind == kind::VALUE {
-            // SAFETY: a `VALUE` entry owns an initialized `Value`, dropped once here.
-            unsafe { ptr::drop_in_place(self.ptr.as_ptr().add(VALUE_AT).cast::<Value>()) };
-        }
+        drop(self.take_whole());
         // SAFETY: the allocation was made by `allocate` with this size and alignment.
         unsafe { alloc::dealloc(self.ptr.as_ptr(), layout(size)) };
     }
@@ -586,7 +690,6 @@ impl fmt::Debug for Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::Hash;
     use crate::value::Str;
 
     fn str_value(e: &Entry) -> Vec<u8> {
@@ -644,7 +747,7 @@ mod tests {
         assert_eq!(str_value(&e), vec![2; 1000]);
         assert!(e.set_value(Value::Hash(Hash::default())).is_none());
         assert!(e.value().as_hash().is_some());
-        assert!(e.value_mut().is_some());
+        assert!(e.as_hash_mut().is_some() && e.as_set_mut().is_none());
         let old = e.set_value(Value::string(b"back"));
         assert!(matches!(old, Some(Value::Hash(_))));
         assert_eq!(str_value(&e), b"back");
@@ -682,6 +785,40 @@ mod tests {
         e.set_value(Value::string(b"longer value"));
         assert_eq!(e.log_slot().1, 9);
         assert!(e.is_logged());
+    }
+
+    #[test]
+    fn every_handle_kind_moves_and_drops_once() {
+        let limits = crate::EncodingLimits::default();
+        let mut list = List::default();
+        list.push_back(b"a");
+        list.push_back(&[b'b'; 100]);
+        let mut hash = Hash::default();
+        hash.insert(b"f", b"v", &limits);
+        let mut set = Set::new();
+        set.insert(b"m", &limits);
+        set.insert(b"12", &limits);
+        let mut zset = ZSet::new_skiplist();
+        zset.add(1.5, b"z", crate::zset::AddFlags::default(), &limits);
+        let values = [
+            Value::List(Box::new(list)),
+            Value::Hash(hash),
+            Value::Set(set),
+            Value::ZSet(zset),
+            Value::Cold(Cold::new(300)),
+        ];
+        for (i, v) in values.iter().enumerate() {
+            let mut e = Entry::new(b"key", v.clone(), 0);
+            assert_eq!(e.size(), 36, "16 + 16 + the key and its length");
+            assert_eq!(e.value().to_value(), *v);
+            e.set_key(&[b'k'; 40]);
+            assert_eq!(e.value().to_value(), *v);
+            let next = values[(i + 1) % values.len()].clone();
+            assert_eq!(e.set_value(next.clone()), Some(v.clone()));
+            assert_eq!(e.set_value(Value::string(b"s")), Some(next));
+            assert_eq!(e.set_value(v.clone()), None);
+            assert_eq!(e.into_value(), *v);
+        }
     }
 
     #[test]

@@ -63,27 +63,23 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Appends the serialized form of `value` (a [`Value`] or an entry's
 /// [`ValueRef`]) to `out`.
 pub fn encode<'a>(value: impl Into<ValueRef<'a>>, out: &mut Vec<u8>) {
-    let value = match value.into() {
-        ValueRef::Str(s) => return s.with_bytes(|b| encode_str(b, out)),
-        ValueRef::Other(v) => v,
-    };
-    match value {
-        Value::Str(s) => s.with_bytes(|b| encode_str(b, out)),
+    match value.into() {
+        ValueRef::Str(s) => s.with_bytes(|b| encode_str(b, out)),
         // A placeholder's bytes are in the store, never serialized from memory:
         // callers read them back first. Should one get here, the tag makes decoding
         // fail loudly rather than store an empty string.
-        Value::Cold(_) => {
+        ValueRef::Cold(_) => {
             debug_assert!(false, "a cold value was serialized");
             out.push(TAG_COLD);
         }
-        Value::List(l) => {
+        ValueRef::List(l) => {
             out.push(TAG_LIST);
             put_varint(out, l.len() as u64);
             for item in l.iter() {
                 put_bytes(out, item);
             }
         }
-        Value::Hash(h) => {
+        ValueRef::Hash(h) => {
             out.push(TAG_HASH);
             put_varint(out, h.len() as u64);
             for (field, value) in h.iter() {
@@ -91,14 +87,14 @@ pub fn encode<'a>(value: impl Into<ValueRef<'a>>, out: &mut Vec<u8>) {
                 put_bytes(out, value);
             }
         }
-        Value::Set(set) => {
+        ValueRef::Set(set) => {
             out.push(TAG_SET);
             put_varint(out, set.len() as u64);
             for member in set.iter() {
                 member.with_bytes(|m| put_bytes(out, m));
             }
         }
-        Value::ZSet(z) => {
+        ValueRef::ZSet(z) => {
             out.push(TAG_ZSET);
             put_varint(out, z.len() as u64);
             for (member, score) in z.iter() {
@@ -110,7 +106,7 @@ pub fn encode<'a>(value: impl Into<ValueRef<'a>>, out: &mut Vec<u8>) {
 }
 
 /// The length of the string `bytes` serializes, if it is one that
-/// `maxmemory-policy tiered` may keep out of memory ([`Value::is_tierable`]):
+/// `maxmemory-policy tiered` may keep out of memory ([`crate::ValueRef::is_tierable`]):
 /// too long to live inside an entry (and so never an integer).
 pub fn tierable_string_len(bytes: &[u8]) -> Option<usize> {
     match bytes.split_first() {

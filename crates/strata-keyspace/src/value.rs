@@ -317,18 +317,22 @@ impl<'a> StrRef<'a> {
     }
 
     /// Whether `maxmemory-policy tiered` may move it out of memory: long enough that
-    /// the placeholder left in its place saves memory (see [`Value::is_tierable`]).
+    /// the placeholder left in its place saves memory (see [`crate::ValueRef::is_tierable`]).
     pub fn is_tierable(self) -> bool {
         self.as_bytes().is_some_and(|b| b.len() > INLINE_CAPACITY)
     }
 }
 
-/// What a key holds, as its entry holds it: a string borrowed in place, or any
-/// other value.
+/// What a key holds, borrowed as its entry holds it: a string's encoding and
+/// bytes, or a collection's (or placeholder's) handle.
 #[derive(Clone, Copy, Debug)]
 pub enum ValueRef<'a> {
     Str(StrRef<'a>),
-    Other(&'a Value),
+    List(&'a List),
+    ZSet(&'a ZSet),
+    Hash(&'a Hash),
+    Set(&'a Set),
+    Cold(&'a Cold),
 }
 
 impl<'a> From<&'a Value> for ValueRef<'a> {
@@ -336,7 +340,11 @@ impl<'a> From<&'a Value> for ValueRef<'a> {
     fn from(value: &'a Value) -> ValueRef<'a> {
         match value {
             Value::Str(s) => ValueRef::Str(s.as_ref()),
-            other => ValueRef::Other(other),
+            Value::List(l) => ValueRef::List(l),
+            Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::Hash(h) => ValueRef::Hash(h),
+            Value::Set(s) => ValueRef::Set(s),
+            Value::Cold(c) => ValueRef::Cold(c),
         }
     }
 }
@@ -344,31 +352,53 @@ impl<'a> From<&'a Value> for ValueRef<'a> {
 impl<'a> ValueRef<'a> {
     pub fn value_type(self) -> ValueType {
         match self {
-            ValueRef::Str(_) => ValueType::String,
-            ValueRef::Other(v) => v.value_type(),
+            ValueRef::Str(_) | ValueRef::Cold(_) => ValueType::String,
+            ValueRef::List(_) => ValueType::List,
+            ValueRef::ZSet(_) => ValueType::ZSet,
+            ValueRef::Hash(_) => ValueType::Hash,
+            ValueRef::Set(_) => ValueType::Set,
         }
     }
 
     pub fn encoding(self) -> &'static str {
         match self {
             ValueRef::Str(s) => s.encoding(),
-            ValueRef::Other(v) => v.encoding(),
+            // What the string would be back in memory.
+            ValueRef::Cold(c) if c.len() <= EMBSTR_LIMIT => "embstr",
+            ValueRef::Cold(_) => "raw",
+            // Redis 7.0 keeps every list in a quicklist, however short.
+            ValueRef::List(_) => "quicklist",
+            ValueRef::ZSet(z) => z.encoding(),
+            ValueRef::Hash(h) => h.encoding(),
+            ValueRef::Set(s) => s.encoding(),
         }
     }
 
-    /// See [`Value::free_lazily`].
-    pub fn free_lazily(self) -> bool {
+    /// How much work freeing the value takes, as Redis's `lazyfreeGetFreeEffort`
+    /// counts it: the nodes of a list, the elements of a hashtable or skiplist, and 1
+    /// for a string or a compact encoding (a single allocation).
+    pub fn free_effort(self) -> usize {
         match self {
-            ValueRef::Str(_) => false,
-            ValueRef::Other(v) => v.free_lazily(),
+            ValueRef::Str(_) | ValueRef::Cold(_) => 1,
+            ValueRef::List(l) => l.node_count(),
+            ValueRef::ZSet(z) if !z.is_listpack() => z.len(),
+            ValueRef::Hash(h) if !h.is_packed() => h.len(),
+            ValueRef::Set(s) if !s.is_intset() => s.len(),
+            ValueRef::ZSet(_) | ValueRef::Hash(_) | ValueRef::Set(_) => 1,
         }
+    }
+
+    /// Whether dropping the value is worth handing to another thread when lazy freeing
+    /// is on: its free effort exceeds [`LAZYFREE_THRESHOLD`].
+    pub fn free_lazily(self) -> bool {
+        self.free_effort() > LAZYFREE_THRESHOLD
     }
 
     /// The copy COPY stores (see [`Str::duplicate`]).
     pub fn duplicate(self) -> Value {
         match self {
             ValueRef::Str(s) => Value::Str(s.duplicate()),
-            ValueRef::Other(v) => v.duplicate(),
+            other => other.to_value(),
         }
     }
 
@@ -376,21 +406,26 @@ impl<'a> ValueRef<'a> {
     pub fn to_value(self) -> Value {
         match self {
             ValueRef::Str(s) => Value::Str(s.to_owned()),
-            ValueRef::Other(v) => v.clone(),
+            ValueRef::List(l) => Value::List(Box::new(l.clone())),
+            ValueRef::ZSet(z) => Value::ZSet(z.clone()),
+            ValueRef::Hash(h) => Value::Hash(h.clone()),
+            ValueRef::Set(s) => Value::Set(s.clone()),
+            ValueRef::Cold(c) => Value::Cold(c.clone()),
         }
     }
 
     /// Whether this is a placeholder for a value in the store.
     #[inline]
     pub fn is_cold(self) -> bool {
-        matches!(self, ValueRef::Other(Value::Cold(_)))
+        matches!(self, ValueRef::Cold(_))
     }
 
-    /// See [`Value::is_tierable`].
+    /// Whether `maxmemory-policy tiered` may move this value out of memory: a string
+    /// long enough that the placeholder left in its place saves memory.
     pub fn is_tierable(self) -> bool {
         match self {
             ValueRef::Str(s) => s.is_tierable(),
-            ValueRef::Other(_) => false,
+            _ => false,
         }
     }
 
@@ -399,51 +434,67 @@ impl<'a> ValueRef<'a> {
     pub fn as_str(self) -> Option<StrRef<'a>> {
         match self {
             ValueRef::Str(s) => Some(s),
-            ValueRef::Other(_) => None,
-        }
-    }
-
-    /// The value, if it is not a string held in memory.
-    #[inline]
-    pub fn as_other(self) -> Option<&'a Value> {
-        match self {
-            ValueRef::Other(v) => Some(v),
-            ValueRef::Str(_) => None,
-        }
-    }
-
-    pub fn as_list(self) -> Option<&'a List> {
-        self.as_other()?.as_list()
-    }
-
-    pub fn as_hash(self) -> Option<&'a Hash> {
-        self.as_other()?.as_hash()
-    }
-
-    pub fn as_set(self) -> Option<&'a Set> {
-        self.as_other()?.as_set()
-    }
-
-    pub fn as_zset(self) -> Option<&'a ZSet> {
-        match self.as_other()? {
-            Value::ZSet(z) => Some(z),
             _ => None,
         }
     }
 
-    /// Bytes on the heap beyond the entry itself (a string's are in the entry).
-    pub fn heap_size(self) -> usize {
+    /// The list, if this is a list value.
+    pub fn as_list(self) -> Option<&'a List> {
         match self {
-            ValueRef::Str(_) => 0,
-            ValueRef::Other(v) => v.heap_size(),
+            ValueRef::List(l) => Some(l),
+            _ => None,
         }
     }
 
-    /// See [`Value::heap_size_quick`].
+    /// The hash, if this is a hash value.
+    pub fn as_hash(self) -> Option<&'a Hash> {
+        match self {
+            ValueRef::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The set, if this is a set value.
+    pub fn as_set(self) -> Option<&'a Set> {
+        match self {
+            ValueRef::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The sorted set, if this is a sorted set value.
+    pub fn as_zset(self) -> Option<&'a ZSet> {
+        match self {
+            ValueRef::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    /// The placeholder, if the value is out of memory.
+    pub fn as_cold(self) -> Option<&'a Cold> {
+        match self {
+            ValueRef::Cold(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Bytes on the heap beyond the entry itself (a string's are in its entry).
+    pub fn heap_size(self) -> usize {
+        match self {
+            ValueRef::Str(_) | ValueRef::Cold(_) => 0,
+            ValueRef::List(l) => std::mem::size_of::<List>() + l.heap_size(),
+            ValueRef::ZSet(z) => z.heap_size(),
+            ValueRef::Hash(h) => h.heap_size(),
+            ValueRef::Set(s) => s.heap_size(),
+        }
+    }
+
+    /// [`ValueRef::heap_size`] in O(1), for a decision per command: exact but for a
+    /// big sorted set, whose tree nodes are not counted (summing them walks the tree).
     pub fn heap_size_quick(self) -> usize {
         match self {
-            ValueRef::Str(_) => 0,
-            ValueRef::Other(v) => v.heap_size_quick(),
+            ValueRef::ZSet(z) => z.heap_size_quick(),
+            other => other.heap_size(),
         }
     }
 }
@@ -586,72 +637,39 @@ impl Value {
         Value::Str(Str::new(bytes))
     }
 
+    /// The value borrowed as an entry would hold it.
+    #[inline]
+    pub fn as_ref(&self) -> ValueRef<'_> {
+        ValueRef::from(self)
+    }
+
     pub fn value_type(&self) -> ValueType {
-        match self {
-            Value::Str(_) | Value::Cold(_) => ValueType::String,
-            Value::List(_) => ValueType::List,
-            Value::ZSet(_) => ValueType::ZSet,
-            Value::Hash(_) => ValueType::Hash,
-            Value::Set(_) => ValueType::Set,
-        }
+        self.as_ref().value_type()
     }
 
     pub fn encoding(&self) -> &'static str {
-        match self {
-            Value::Str(s) => s.encoding(),
-            // What the string would be back in memory.
-            Value::Cold(c) if c.len() <= EMBSTR_LIMIT => "embstr",
-            Value::Cold(_) => "raw",
-            // Redis 7.0 keeps every list in a quicklist, however short.
-            Value::List(_) => "quicklist",
-            Value::ZSet(z) => z.encoding(),
-            Value::Hash(h) => h.encoding(),
-            Value::Set(s) => s.encoding(),
-        }
+        self.as_ref().encoding()
     }
 
-    /// How much work freeing the value takes, as Redis's `lazyfreeGetFreeEffort`
-    /// counts it: the nodes of a list, the elements of a hashtable or skiplist, and 1
-    /// for a string or a compact encoding (a single allocation).
+    /// See [`ValueRef::free_effort`].
     pub fn free_effort(&self) -> usize {
-        match self {
-            Value::Str(_) | Value::Cold(_) => 1,
-            Value::List(l) => l.node_count(),
-            Value::ZSet(z) if !z.is_listpack() => z.len(),
-            Value::Hash(h) if !h.is_packed() => h.len(),
-            Value::Set(s) if !s.is_intset() => s.len(),
-            Value::ZSet(_) | Value::Hash(_) | Value::Set(_) => 1,
-        }
+        self.as_ref().free_effort()
     }
 
-    /// Whether dropping the value is worth handing to another thread when lazy freeing
-    /// is on: its free effort exceeds [`LAZYFREE_THRESHOLD`].
+    /// See [`ValueRef::free_lazily`].
     pub fn free_lazily(&self) -> bool {
-        self.free_effort() > LAZYFREE_THRESHOLD
+        self.as_ref().free_lazily()
     }
 
     /// The copy COPY stores (see [`Str::duplicate`]).
     pub fn duplicate(&self) -> Value {
-        match self {
-            Value::Str(s) => Value::Str(s.duplicate()),
-            other => other.clone(),
-        }
+        self.as_ref().duplicate()
     }
 
     /// Whether this is a placeholder for a value in the store.
     #[inline]
     pub fn is_cold(&self) -> bool {
         matches!(self, Value::Cold(_))
-    }
-
-    /// Whether `maxmemory-policy tiered` may move this value out of memory: a string
-    /// whose bytes are on the heap (a short one lives inside the entry, so moving it
-    /// out would free nothing).
-    pub fn is_tierable(&self) -> bool {
-        match self {
-            Value::Str(s) => s.heap_size() > 0,
-            _ => false,
-        }
     }
 
     /// The string, if this is a string value held in memory.
@@ -662,76 +680,26 @@ impl Value {
         }
     }
 
-    pub fn as_str_mut(&mut self) -> Option<&mut Str> {
-        match self {
-            Value::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
     /// The list, if this is a list value.
     pub fn as_list(&self) -> Option<&List> {
-        match self {
-            Value::List(l) => Some(l),
-            _ => None,
-        }
+        self.as_ref().as_list()
     }
 
     /// The hash, if this is a hash value.
     pub fn as_hash(&self) -> Option<&Hash> {
-        match self {
-            Value::Hash(h) => Some(h),
-            _ => None,
-        }
-    }
-
-    pub fn as_list_mut(&mut self) -> Option<&mut List> {
-        match self {
-            Value::List(l) => Some(l),
-            _ => None,
-        }
-    }
-
-    pub fn as_hash_mut(&mut self) -> Option<&mut Hash> {
-        match self {
-            Value::Hash(h) => Some(h),
-            _ => None,
-        }
+        self.as_ref().as_hash()
     }
 
     /// The set, if this is a set value.
     pub fn as_set(&self) -> Option<&Set> {
-        match self {
-            Value::Set(s) => Some(s),
-            _ => None,
-        }
+        self.as_ref().as_set()
     }
 
-    pub fn as_set_mut(&mut self) -> Option<&mut Set> {
-        match self {
-            Value::Set(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// Bytes on the heap beyond the entry itself.
+    /// Bytes on the heap beyond the value itself.
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
-            Value::Cold(_) => 0,
-            Value::List(l) => std::mem::size_of::<List>() + l.heap_size(),
-            Value::ZSet(z) => z.heap_size(),
-            Value::Hash(h) => h.heap_size(),
-            Value::Set(s) => s.heap_size(),
-        }
-    }
-
-    /// [`Value::heap_size`] in O(1), for a decision per command: exact but for a big
-    /// sorted set, whose tree nodes are not counted (summing them walks the tree).
-    pub fn heap_size_quick(&self) -> usize {
-        match self {
-            Value::ZSet(z) => z.heap_size_quick(),
-            other => other.heap_size(),
+            other => other.as_ref().heap_size(),
         }
     }
 }

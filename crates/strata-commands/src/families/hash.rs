@@ -219,11 +219,7 @@ fn read<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a Hash>, CmdError
 fn get<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a mut Hash>, CmdError> {
     match keys.get(key) {
         None => Ok(None),
-        Some(e) => e
-            .value_mut()
-            .and_then(Value::as_hash_mut)
-            .map(Some)
-            .ok_or(CmdError::WrongType),
+        Some(e) => e.as_hash_mut().map(Some).ok_or(CmdError::WrongType),
     }
 }
 
@@ -237,10 +233,7 @@ fn get_or_create<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<&'a mut Hash, Cmd
     if !no_touch {
         entry.touch(now);
     }
-    entry
-        .value_mut()
-        .and_then(Value::as_hash_mut)
-        .ok_or(CmdError::WrongType)
+    entry.as_hash_mut().ok_or(CmdError::WrongType)
 }
 
 /// HSET and HMSET (which differ only in their reply).

@@ -382,11 +382,7 @@ fn read_list<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k List>, Cmd
 fn write_list<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k mut List>, CmdError> {
     match keys.get(key) {
         None => Ok(None),
-        Some(e) => e
-            .value_mut()
-            .and_then(Value::as_list_mut)
-            .map(Some)
-            .ok_or(CmdError::WrongType),
+        Some(e) => e.as_list_mut().map(Some).ok_or(CmdError::WrongType),
     }
 }
 
@@ -404,10 +400,7 @@ fn list_or_new<'k>(
     if !no_touch {
         entry.touch(now);
     }
-    entry
-        .value_mut()
-        .and_then(Value::as_list_mut)
-        .ok_or(CmdError::WrongType)
+    entry.as_list_mut().ok_or(CmdError::WrongType)
 }
 
 /// Removes `key` if its list has just lost its last element.

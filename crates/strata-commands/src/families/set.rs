@@ -266,11 +266,7 @@ fn read<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a Set>, CmdError>
 fn get<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a mut Set>, CmdError> {
     match keys.get(key) {
         None => Ok(None),
-        Some(e) => e
-            .value_mut()
-            .and_then(Value::as_set_mut)
-            .map(Some)
-            .ok_or(CmdError::WrongType),
+        Some(e) => e.as_set_mut().map(Some).ok_or(CmdError::WrongType),
     }
 }
 
@@ -297,10 +293,7 @@ fn add(ctx: &mut Ctx, key: &[u8], members: &[&[u8]]) -> Result<usize, CmdError> 
     if !no_touch {
         entry.touch(now);
     }
-    let set = entry
-        .value_mut()
-        .and_then(Value::as_set_mut)
-        .ok_or(CmdError::WrongType)?;
+    let set = entry.as_set_mut().ok_or(CmdError::WrongType)?;
     Ok(members.iter().filter(|m| set.insert(m, &limits)).count())
 }
 

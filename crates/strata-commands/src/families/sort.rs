@@ -226,24 +226,22 @@ fn load(keys: &mut Keys, key: &[u8], o: &mut Options) -> Result<Loaded, CmdError
             end,
         });
     };
-    let Some(value) = entry.value_mut() else {
-        return Err(CmdError::WrongType);
-    };
-    if let Value::ZSet(z) = value
+    if let Some(z) = entry.as_zset_mut()
         && z.is_listpack()
     {
         // Redis converts a compact sorted set for good before sorting it.
         z.convert_to_skiplist();
     }
-    let len = match &*value {
-        Value::List(l) => l.len(),
-        Value::Set(s) => s.len(),
-        Value::ZSet(z) => z.len(),
+    let value = entry.value();
+    let len = match value {
+        ValueRef::List(l) => l.len(),
+        ValueRef::Set(s) => s.len(),
+        ValueRef::ZSet(z) => z.len(),
         _ => return Err(CmdError::WrongType),
     };
     // A set sorted "by nothing" is still sorted when stored, so that the stored
     // result does not depend on the set's internal order.
-    if o.dontsort && matches!(value, Value::Set(_)) && o.store.is_some() {
+    if o.dontsort && matches!(value, ValueRef::Set(_)) && o.store.is_some() {
         o.dontsort = false;
         o.alpha = true;
         o.by = None;
@@ -256,8 +254,8 @@ fn load(keys: &mut Keys, key: &[u8], o: &mut Options) -> Result<Loaded, CmdError
     } else {
         (0, 0)
     };
-    let items = match &*value {
-        Value::List(l) if o.dontsort => {
+    let items = match value {
+        ValueRef::List(l) if o.dontsort => {
             if o.desc {
                 let mut items: Vec<Item> = l.iter_from(len - first - n).take(n).map(new).collect();
                 items.reverse();
@@ -266,7 +264,7 @@ fn load(keys: &mut Keys, key: &[u8], o: &mut Options) -> Result<Loaded, CmdError
                 l.iter_from(first).take(n).map(new).collect()
             }
         }
-        Value::ZSet(z) if o.dontsort => {
+        ValueRef::ZSet(z) if o.dontsort => {
             if n == 0 {
                 Vec::new()
             } else {
@@ -277,12 +275,12 @@ fn load(keys: &mut Keys, key: &[u8], o: &mut Options) -> Result<Loaded, CmdError
                     .collect()
             }
         }
-        Value::List(l) => l.iter().map(new).collect(),
-        Value::Set(s) => s.iter().map(|m| Item::new(m.to_vec())).collect(),
-        Value::ZSet(z) => z.iter().map(|(m, _)| new(m)).collect(),
+        ValueRef::List(l) => l.iter().map(new).collect(),
+        ValueRef::Set(s) => s.iter().map(|m| Item::new(m.to_vec())).collect(),
+        ValueRef::ZSet(z) => z.iter().map(|(m, _)| new(m)).collect(),
         _ => Vec::new(),
     };
-    if o.dontsort && !matches!(value, Value::Set(_)) {
+    if o.dontsort && !matches!(value, ValueRef::Set(_)) {
         return Ok(Loaded {
             items,
             start: 0,
@@ -499,7 +497,7 @@ fn lookup(server: &dyn Server, keys: &mut Keys, pattern: &[u8], elem: &[u8]) -> 
     key.extend_from_slice(&pattern[star + 1..postfix_end]);
     let db_index = keys.db;
     let entry = keys.read(&key)?;
-    if let Some(Value::Cold(c)) = entry.value().as_other() {
+    if let Some(c) = entry.value().as_cold() {
         let token = c.token();
         let (hash, db) = keys.db_for(&key);
         let refs = db.log_refs(hash, &key);
@@ -515,7 +513,7 @@ fn lookup(server: &dyn Server, keys: &mut Keys, pattern: &[u8], elem: &[u8]) -> 
         return bytes.filter(|_| field.is_none());
     }
     match (field, entry.value()) {
-        (Some(field), ValueRef::Other(Value::Hash(h))) => h.get(field).map(<[u8]>::to_vec),
+        (Some(field), ValueRef::Hash(h)) => h.get(field).map(<[u8]>::to_vec),
         (None, ValueRef::Str(s)) => Some(s.to_vec()),
         _ => None,
     }

@@ -8,8 +8,8 @@ mod read;
 mod setops;
 mod write;
 
+use strata_keyspace::ZSet;
 use strata_keyspace::zset::{LexBound, LexRange, ScoreRange};
-use strata_keyspace::{Value, ZSet};
 use strata_resp::ReplyWriter;
 
 use crate::ctx::Keys;
@@ -474,10 +474,7 @@ fn read_zset<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k ZSet>, Cmd
 fn write_zset<'k>(keys: &'k mut Keys, key: &[u8]) -> Result<Option<&'k mut ZSet>, CmdError> {
     match keys.get(key) {
         None => Ok(None),
-        Some(e) => match e.value_mut() {
-            Some(Value::ZSet(z)) => Ok(Some(z)),
-            _ => Err(CmdError::WrongType),
-        },
+        Some(e) => e.as_zset_mut().map(Some).ok_or(CmdError::WrongType),
     }
 }
 

@@ -83,7 +83,7 @@ impl Source<'_> {
 
 fn source(value: ValueRef<'_>) -> Result<Source<'_>, CmdError> {
     match value {
-        ValueRef::Other(Value::ZSet(z)) => Ok(Source::ZSet(z)),
+        ValueRef::ZSet(z) => Ok(Source::ZSet(z)),
         _ => Err(CmdError::WrongType),
     }
 }

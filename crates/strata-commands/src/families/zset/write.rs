@@ -91,7 +91,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[&[u8]], incr_command: bool) -> CmdResult 
     if !no_touch {
         entry.touch(now);
     }
-    let Some(Value::ZSet(z)) = entry.value_mut() else {
+    let Some(z) = entry.as_zset_mut() else {
         return Err(CmdError::WrongType);
     };
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);

@@ -51,7 +51,7 @@ use crate::list::List;
 use crate::logref::NarrowSlot;
 use crate::pack::{varint_len, write_varint};
 use crate::set::Set;
-use crate::value::{Cold, StrRef, Value, ValueRef};
+use crate::value::{Cold, Str, StrRef, Value, ValueRef};
 use crate::zset::ZSet;
 
 /// What the keyspace keeps about a key besides its value.
@@ -96,6 +96,7 @@ const fn fits<T>() -> bool {
 }
 const _: () = assert!(fits::<Box<List>>() && fits::<Hash>() && fits::<Set>());
 const _: () = assert!(fits::<ZSet>() && fits::<Cold>() && mem::align_of::<Meta>() <= ALIGN);
+const _: () = assert!(fits::<Box<[u8]>>());
 
 /// How an entry's bytes after the `Meta` are laid out.
 mod kind {
@@ -105,13 +106,16 @@ mod kind {
     pub const SET: u8 = 2;
     pub const ZSET: u8 = 3;
     pub const COLD: u8 = 4;
+    /// A string in its own allocation (a `Box<[u8]>` handle): "embstr", "raw".
+    pub const EMB_HEAP: u8 = 5;
+    pub const RAW_HEAP: u8 = 6;
     /// Laid out as a handle kind, but the handle was moved out: nothing to drop.
-    pub const MOVED: u8 = 5;
-    /// String kinds: key and value bytes after their two lengths.
-    pub const INT: u8 = 6;
-    pub const OWN_INT: u8 = 7;
-    pub const EMB: u8 = 8;
-    pub const RAW: u8 = 9;
+    pub const MOVED: u8 = 7;
+    /// Packed string kinds: key and value bytes after their two lengths.
+    pub const INT: u8 = 8;
+    pub const OWN_INT: u8 = 9;
+    pub const EMB: u8 = 10;
+    pub const RAW: u8 = 11;
 }
 
 const VOLATILE: u8 = 1;
@@ -188,8 +192,33 @@ fn str_payload<'a>(s: StrRef<'a>, buf: &'a mut [u8; 10]) -> (u8, &'a [u8]) {
     }
 }
 
-fn is_string_kind(kind: u8) -> bool {
+/// Whether the kind packs a string's bytes into the entry.
+fn is_packed(kind: u8) -> bool {
     kind >= kind::INT
+}
+
+/// The size class jemalloc (the server's allocator) serves a request of `n` bytes
+/// from, in its default configuration: multiples of 16 up to 128, then four classes
+/// per doubling.
+fn size_class(n: usize) -> usize {
+    if n <= 8 {
+        return 8;
+    }
+    if n <= 128 {
+        return n.next_multiple_of(16);
+    }
+    let lg = usize::BITS - (n - 1).leading_zeros();
+    n.next_multiple_of(1 << (lg - 3))
+}
+
+/// Whether a string of `len` bytes under a key of `key_len` bytes costs less packed
+/// into its entry than in an allocation of its own beside a handle entry: packing
+/// saves the handle and an allocation, but may cross a size class (a 1,000-byte
+/// value packed takes 1,280 bytes, apart 1,024 and a 48-byte entry).
+fn packs(key_len: usize, len: usize) -> bool {
+    let key = varint_len(key_len) + key_len;
+    let packed = META + key + varint_len(len) + len;
+    size_class(packed) <= size_class(KEY_AFTER_HANDLE + key) + size_class(len)
 }
 
 fn layout(size: usize) -> Layout {
@@ -240,8 +269,21 @@ impl Entry {
         Entry::string(key, value, Meta::new(now_ms))
     }
 
-    /// An entry of a string kind.
-    fn string(key: &[u8], s: StrRef<'_>, mut meta: Meta) -> Entry {
+    /// An entry holding a string, packed or beside it (see [`packs`]).
+    fn string(key: &[u8], s: StrRef<'_>, meta: Meta) -> Entry {
+        match s {
+            StrRef::Emb(b) if !packs(key.len(), b.len()) => {
+                Entry::whole(key, Value::Str(Str::EmbHeap(b.into())), meta)
+            }
+            StrRef::Raw(b) if !packs(key.len(), b.len()) => {
+                Entry::whole(key, Value::Str(Str::RawHeap(b.into())), meta)
+            }
+            _ => Entry::packed(key, s, meta),
+        }
+    }
+
+    /// An entry of a packed string kind.
+    fn packed(key: &[u8], s: StrRef<'_>, mut meta: Meta) -> Entry {
         let mut buf = [0; 10];
         let (kind, payload) = str_payload(s, &mut buf);
         meta.kind = kind;
@@ -262,7 +304,8 @@ impl Entry {
         Entry { ptr }
     }
 
-    /// An entry holding a value that is not a string.
+    /// An entry holding a value by its handle: not a string, or a string in its own
+    /// allocation.
     fn whole(key: &[u8], value: Value, mut meta: Meta) -> Entry {
         meta.kind = kind::MOVED;
         let size = KEY_AFTER_HANDLE + varint_len(key.len()) + key.len();
@@ -313,7 +356,15 @@ impl Entry {
                     at.cast::<Cold>().write(c);
                     kind::COLD
                 }
-                Value::Str(_) => unreachable!("strings are packed, never held as a handle"),
+                Value::Str(Str::EmbHeap(b)) => {
+                    at.cast::<Box<[u8]>>().write(b);
+                    kind::EMB_HEAP
+                }
+                Value::Str(Str::RawHeap(b)) => {
+                    at.cast::<Box<[u8]>>().write(b);
+                    kind::RAW_HEAP
+                }
+                Value::Str(_) => unreachable!("short strings are packed, never a handle"),
             }
         };
         self.meta_mut().kind = kind;
@@ -354,8 +405,8 @@ impl Entry {
     #[inline]
     fn parts(&self) -> Parts {
         let p = self.ptr.as_ptr();
-        if is_string_kind(self.meta().kind) {
-            // SAFETY: a string entry's two lengths follow its `Meta`.
+        if is_packed(self.meta().kind) {
+            // SAFETY: a packed entry's two lengths follow its `Meta`.
             let ((key_len, a), (value_len, b)) = unsafe {
                 let k = read_varint(p.add(META));
                 (k, read_varint(p.add(META + k.1)))
@@ -409,8 +460,10 @@ impl Entry {
             kind::SET => ValueRef::Set(unsafe { self.handle::<Set>() }),
             kind::ZSET => ValueRef::ZSet(unsafe { self.handle::<ZSet>() }),
             kind::COLD => ValueRef::Cold(unsafe { self.handle::<Cold>() }),
+            kind::EMB_HEAP => ValueRef::Str(StrRef::Emb(unsafe { self.handle::<Box<[u8]>>() })),
+            kind::RAW_HEAP => ValueRef::Str(StrRef::Raw(unsafe { self.handle::<Box<[u8]>>() })),
             kind => {
-                debug_assert!(is_string_kind(kind), "a moved entry is never read");
+                debug_assert!(is_packed(kind), "a moved entry is never read");
                 let parts = self.parts();
                 let bytes = self.bytes(parts.value_at, parts.value_len);
                 ValueRef::Str(match kind {
@@ -457,7 +510,7 @@ impl Entry {
     pub fn set_value(&mut self, value: Value) -> Option<Value> {
         match value {
             Value::Str(s) => self.set_str(s.as_ref()),
-            other if is_string_kind(self.meta().kind) => {
+            other if is_packed(self.meta().kind) => {
                 let new = Entry::whole(self.key(), other, *self.meta());
                 *self = new;
                 None
@@ -465,7 +518,7 @@ impl Entry {
             other => {
                 let old = self.take_whole();
                 self.put_handle(other);
-                old
+                old.filter(|v| !matches!(v, Value::Str(_)))
             }
         }
     }
@@ -473,9 +526,29 @@ impl Entry {
     /// Replaces the value by the string `s` (see [`Entry::set_value`]), in place
     /// when the entry held a string of the same size.
     pub fn set_str(&mut self, s: StrRef<'_>) -> Option<Value> {
-        if !is_string_kind(self.meta().kind) {
+        let kind = self.meta().kind;
+        if (kind == kind::EMB_HEAP || kind == kind::RAW_HEAP)
+            && let (Some(bytes), ValueRef::Str(old)) = (s.as_bytes(), self.value())
+            && old.len() == bytes.len()
+        {
+            let raw = matches!(s, StrRef::Raw(_));
+            self.meta_mut().kind = if raw { kind::RAW_HEAP } else { kind::EMB_HEAP };
+            // SAFETY: a heap string kind holds a `Box<[u8]>`.
+            unsafe { self.handle_mut::<Box<[u8]>>() }.copy_from_slice(bytes);
+            return None;
+        }
+        if !is_packed(kind) {
             let new = Entry::string(self.key(), s, *self.meta());
-            return mem::replace(self, new).into_whole();
+            return mem::replace(self, new)
+                .into_whole()
+                .filter(|v| !matches!(v, Value::Str(_)));
+        }
+        if let StrRef::Emb(b) | StrRef::Raw(b) = s
+            && !packs(self.key().len(), b.len())
+        {
+            let new = Entry::string(self.key(), s, *self.meta());
+            *self = new;
+            return None;
         }
         let mut buf = [0; 10];
         let (kind, payload) = str_payload(s, &mut buf);
@@ -500,6 +573,16 @@ impl Entry {
     /// allocation grows in place where the allocator can (as a big string's does).
     pub fn append(&mut self, extra: &[u8]) -> Option<usize> {
         let kind = self.meta().kind;
+        if kind == kind::EMB_HEAP || kind == kind::RAW_HEAP {
+            // SAFETY: a heap string kind holds a `Box<[u8]>`.
+            let b = unsafe { self.handle_mut::<Box<[u8]>>() };
+            let mut bytes = mem::take(b).into_vec();
+            bytes.extend_from_slice(extra);
+            *b = bytes.into_boxed_slice();
+            let len = b.len();
+            self.meta_mut().kind = kind::RAW_HEAP;
+            return Some(len);
+        }
         if kind != kind::EMB && kind != kind::RAW {
             return None;
         }
@@ -544,13 +627,14 @@ impl Entry {
 
     /// The value, taking it out of the entry.
     pub fn into_value(self) -> Value {
-        match self.value() {
-            ValueRef::Str(s) => Value::Str(s.to_owned()),
-            _ => self.into_whole().expect("a handle"),
+        if is_packed(self.meta().kind) {
+            let s = self.value().as_str().expect("a packed string");
+            return Value::Str(s.to_owned());
         }
+        self.into_whole().expect("a handle")
     }
 
-    /// The value of a handle kind, moved out; `None` for a string.
+    /// The value of a handle kind, moved out; `None` for a packed string.
     fn into_whole(mut self) -> Option<Value> {
         self.take_whole()
     }
@@ -569,6 +653,8 @@ impl Entry {
                 kind::SET => Value::Set(at.cast::<Set>().read()),
                 kind::ZSET => Value::ZSet(at.cast::<ZSet>().read()),
                 kind::COLD => Value::Cold(at.cast::<Cold>().read()),
+                kind::EMB_HEAP => Value::Str(Str::EmbHeap(at.cast::<Box<[u8]>>().read())),
+                kind::RAW_HEAP => Value::Str(Str::RawHeap(at.cast::<Box<[u8]>>().read())),
                 _ => return None,
             }
         };
@@ -579,12 +665,9 @@ impl Entry {
     /// Gives the entry another key (RENAME, MOVE): it must then be inserted under it.
     pub fn set_key(&mut self, key: &[u8]) {
         let meta = *self.meta();
-        let new = match self.value() {
-            ValueRef::Str(s) => Entry::string(key, s, meta),
-            _ => {
-                let value = self.take_whole().expect("a handle");
-                Entry::whole(key, value, meta)
-            }
+        let new = match self.take_whole() {
+            Some(value) => Entry::whole(key, value, meta),
+            None => Entry::string(key, self.value().as_str().expect("a packed string"), meta),
         };
         *self = new;
     }
@@ -657,7 +740,11 @@ impl Entry {
 
     /// Bytes this entry holds: its allocation and what its value holds beyond it.
     pub fn memory_usage(&self) -> usize {
-        self.size() + self.value().heap_size()
+        let beside = match self.value() {
+            ValueRef::Str(s) if !is_packed(self.meta().kind) => s.len(),
+            other => other.heap_size(),
+        };
+        self.size() + beside
     }
 }
 
@@ -690,7 +777,6 @@ impl fmt::Debug for Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Str;
 
     fn str_value(e: &Entry) -> Vec<u8> {
         e.value().as_str().expect("a string").to_vec()
@@ -819,6 +905,45 @@ mod tests {
             assert_eq!(e.set_value(v.clone()), None);
             assert_eq!(e.into_value(), *v);
         }
+    }
+
+    #[test]
+    fn strings_pack_unless_their_own_allocation_costs_less() {
+        let classes = [
+            0, 8, 9, 16, 17, 128, 129, 160, 161, 256, 257, 1000, 1025, 5000,
+        ];
+        assert_eq!(
+            classes.map(size_class),
+            [
+                8, 8, 16, 16, 32, 128, 160, 160, 192, 256, 320, 1024, 1280, 5120
+            ]
+        );
+        // 100 bytes: 128 packed against 48 + 112 apart.
+        let e = Entry::new(b"key:123456", Value::string(&[1; 100]), 0);
+        assert_eq!((e.size(), e.memory_usage()), (128, 128));
+        // 1,000 bytes: 1,280 packed against 48 + 1,024 apart.
+        let mut e = Entry::new(b"key:123456", Value::string(&[2; 1000]), 0);
+        assert_eq!((e.size(), e.memory_usage()), (43, 1043));
+        assert_eq!(e.value().encoding(), "raw");
+        assert_eq!(str_value(&e), vec![2; 1000]);
+        assert_eq!(e.set_str(StrRef::Emb(&[3; 1000])), None);
+        assert_eq!(str_value(&e), vec![3; 1000]);
+        assert_eq!(e.append(b"xy"), Some(1002));
+        assert_eq!(e.value().encoding(), "raw");
+        e.set_key(b"k");
+        assert_eq!(
+            (e.key(), e.value().as_str().map(StrRef::len)),
+            (&b"k"[..], Some(1002))
+        );
+        assert_eq!(e.set_value(Value::string(b"short")), None);
+        assert_eq!((e.size(), str_value(&e)), (24, b"short".to_vec()));
+        assert_eq!(e.set_str(StrRef::Raw(&[4; 3000])), None);
+        assert_eq!(
+            e.into_value(),
+            Value::Str(Str::RawHeap(vec![4; 3000].into()))
+        );
+        let h = Entry::new(b"k", Value::Str(Str::EmbHeap(vec![5; 40].into())), 0);
+        assert_eq!(h.value().encoding(), "embstr");
     }
 
     #[test]

@@ -314,13 +314,13 @@ impl Entry {
             ptr: allocate(size, meta),
         };
         // SAFETY: the allocation is `size` bytes; the key's length and bytes go after
-        // the handle's place, and the handle is written (and the kind set) last, so
-        // the entry is whole before anything reads it.
+        // the handle's place (zeroed first, so the slice is never uninitialized), and
+        // the handle is written (and the kind set) last, so the entry is whole before
+        // anything reads it.
         unsafe {
-            let tail = std::slice::from_raw_parts_mut(
-                entry.ptr.as_ptr().add(KEY_AFTER_HANDLE),
-                size - KEY_AFTER_HANDLE,
-            );
+            let at = entry.ptr.as_ptr().add(KEY_AFTER_HANDLE);
+            ptr::write_bytes(at, 0, size - KEY_AFTER_HANDLE);
+            let tail = std::slice::from_raw_parts_mut(at, size - KEY_AFTER_HANDLE);
             let at = write_varint(tail, key.len());
             tail[at..].copy_from_slice(key);
         }

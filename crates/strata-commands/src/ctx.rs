@@ -420,8 +420,8 @@ impl<'a> Keys<'a> {
         db.set_str(hash, key, StrRef::new(bytes), ttl, now)
     }
 
-    /// Removes a key; returns its value if it was live.
-    pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
+    /// Removes a key; returns its entry if it was live (see [`Keys::free_entry`]).
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let now = self.now_ms;
         let (hash, db) = self.db_for(key);
         db.remove(hash, key, now)
@@ -438,6 +438,25 @@ impl<'a> Keys<'a> {
         {
             self.freed.push(v);
         }
+    }
+
+    /// [`Keys::free`] for a removed entry: its value is taken out only to go to the
+    /// background; anything else (every string) is freed here, in place.
+    pub fn free_entry(&mut self, entry: Option<Entry>, lazy: bool) {
+        if let Some(e) = entry
+            && lazy
+            && e.value().free_lazily()
+        {
+            self.freed.push(e.into_value());
+        }
+    }
+
+    /// [`Keys::free_entry`] for what a command deletes as a side effect
+    /// (`lazyfree-lazy-server-del`).
+    #[inline]
+    pub fn free_replaced_entry(&mut self, entry: Option<Entry>) {
+        let lazy = self.lazyfree.server_del;
+        self.free_entry(entry, lazy);
     }
 
     /// [`Keys::free`] for what a command deletes or overwrites as a side effect

@@ -632,11 +632,11 @@ fn evict_key(
     drop(keys);
     // `lazyfree-lazy-eviction`: a value whose freeing is real work goes to the
     // background, as Redis's `dbAsyncDelete` does.
-    if let Some(v) = value
-        && v.free_lazily()
+    if let Some(e) = value
+        && e.value().free_lazily()
         && server.lazyfree().eviction
     {
-        server.free_later(vec![strata_keyspace::Detached::Value(v)]);
+        server.free_later(vec![strata_keyspace::Detached::Value(e.into_value())]);
     }
     Victim::Evicted(bytes)
 }

@@ -442,11 +442,12 @@ impl Db {
         (e, true)
     }
 
-    /// Removes `key`, returning its value if it was live.
-    pub fn remove(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Value> {
+    /// Removes `key`, returning its entry if it was live (dropping it frees the
+    /// key and value; [`Entry::into_value`] takes the value out).
+    pub fn remove(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Entry> {
         let pos = self.find_live(hash, key, now_ms)?;
         let (entry, _) = self.remove_pos(hash, pos);
-        Some(entry.into_value())
+        Some(entry)
     }
 
     /// Removes `key` and returns the whole entry (key and value) with its TTL (the

@@ -342,7 +342,7 @@ fn delete(ctx: &mut Ctx, args: &[&[u8]], lazy: bool) -> CmdResult {
             ctx.keys.changed(key, "del");
             n += 1;
         }
-        ctx.keys.free(old, lazy);
+        ctx.keys.free_entry(old, lazy);
     }
     ctx.out.integer(n);
     Ok(())
@@ -470,7 +470,7 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     // Redis deletes the old value and adds the copy, so the key counts as new.
     let old = db.remove(hash, dst, now);
     db.set(hash, dst, value, ttl, now);
-    ctx.keys.free_replaced(old);
+    ctx.keys.free_replaced_entry(old);
     ctx.keys.changed_in(dst_db, dst, "copy_to");
     if wakes {
         ctx.keys.ready_in(dst_db, dst);

@@ -409,7 +409,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], result: Set, event: &'static str) {
         if old.is_some() {
             ctx.keys.changed(dst, "del");
         }
-        ctx.keys.free_replaced(old);
+        ctx.keys.free_replaced_entry(old);
     }
     ctx.out.integer(n as i64);
 }

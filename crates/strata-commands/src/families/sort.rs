@@ -394,7 +394,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
                 if old.is_some() {
                     ctx.keys.changed(dst, "del");
                 }
-                ctx.keys.free_replaced(old);
+                ctx.keys.free_replaced_entry(old);
             }
             ctx.out.integer(output_len as i64);
         }

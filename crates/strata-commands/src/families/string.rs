@@ -451,7 +451,7 @@ fn getdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             s.with_bytes(|b| ctx.out.bulk(b));
             let old = ctx.keys.remove(args[1]);
             ctx.keys.changed(args[1], "del");
-            free(ctx, old);
+            ctx.keys.free_replaced_entry(old);
         }
     }
     Ok(())

@@ -329,7 +329,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         if old.is_some() {
             ctx.keys.changed(dst, "del");
         }
-        ctx.keys.free_replaced(old);
+        ctx.keys.free_replaced_entry(old);
     }
     ctx.out.integer(n as i64);
     Ok(())

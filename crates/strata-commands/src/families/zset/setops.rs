@@ -214,7 +214,7 @@ fn setop_generic(
                 if old.is_some() {
                     ctx.keys.changed(dst, "del");
                 }
-                ctx.keys.free_replaced(old);
+                ctx.keys.free_replaced_entry(old);
             }
             ctx.out.integer(n as i64);
         }

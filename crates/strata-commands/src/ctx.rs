@@ -443,12 +443,10 @@ impl<'a> Keys<'a> {
     /// [`Keys::free`] for a removed entry: its value is taken out only to go to the
     /// background; anything else (every string) is freed here, in place.
     pub fn free_entry(&mut self, entry: Option<Entry>, lazy: bool) {
-        if let Some(e) = entry
-            && lazy
-            && e.value().free_lazily()
-        {
-            self.freed.push(e.into_value());
-        }
+        let value = entry
+            .filter(|e| lazy && e.value().free_lazily())
+            .map(Entry::into_value);
+        self.free(value, lazy);
     }
 
     /// [`Keys::free_entry`] for what a command deletes as a side effect

@@ -527,46 +527,49 @@ impl Entry {
     /// Replaces the value by the string `s` (see [`Entry::set_value`]), in place
     /// when the entry held a string of the same size.
     pub fn set_str(&mut self, s: StrRef<'_>) -> Option<Value> {
+        if self.overwrite_str(s) {
+            return None;
+        }
+        let new = Entry::string(self.key(), s, *self.meta());
+        mem::replace(self, new)
+            .into_whole()
+            .filter(|v| !matches!(v, Value::Str(_)))
+    }
+
+    /// Writes `s` over the string held when it takes the same bytes in the same
+    /// place (packed, or in its own allocation); false, changing nothing, otherwise.
+    fn overwrite_str(&mut self, s: StrRef<'_>) -> bool {
         let kind = self.meta().kind;
-        if (kind == kind::EMB_HEAP || kind == kind::RAW_HEAP)
-            && let (Some(bytes), ValueRef::Str(old)) = (s.as_bytes(), self.value())
-            && old.len() == bytes.len()
-        {
+        if kind == kind::EMB_HEAP || kind == kind::RAW_HEAP {
+            let (Some(bytes), Some(old)) = (s.as_bytes(), self.value().as_str()) else {
+                return false;
+            };
+            if old.len() != bytes.len() {
+                return false;
+            }
             let raw = matches!(s, StrRef::Raw(_));
             self.meta_mut().kind = if raw { kind::RAW_HEAP } else { kind::EMB_HEAP };
             // SAFETY: a heap string kind holds a `Box<[u8]>`.
             unsafe { self.handle_mut::<Box<[u8]>>() }.copy_from_slice(bytes);
-            return None;
+            return true;
         }
         if !is_packed(kind) {
-            let new = Entry::string(self.key(), s, *self.meta());
-            return mem::replace(self, new)
-                .into_whole()
-                .filter(|v| !matches!(v, Value::Str(_)));
-        }
-        if let StrRef::Emb(b) | StrRef::Raw(b) = s
-            && !packs(self.key().len(), b.len())
-        {
-            let new = Entry::string(self.key(), s, *self.meta());
-            *self = new;
-            return None;
+            return false;
         }
         let mut buf = [0; 10];
         let (kind, payload) = str_payload(s, &mut buf);
         let parts = self.parts();
-        if parts.value_len == payload.len() {
-            self.meta_mut().kind = kind;
-            // SAFETY: the value's bytes are `payload.len()` bytes at `value_at`,
-            // inside this allocation, which `&mut self` holds exclusively.
-            unsafe {
-                let dst = self.ptr.as_ptr().add(parts.value_at);
-                ptr::copy_nonoverlapping(payload.as_ptr(), dst, payload.len());
-            }
-            return None;
+        if parts.value_len != payload.len() {
+            return false;
         }
-        let new = Entry::string(self.key(), s, *self.meta());
-        *self = new;
-        None
+        self.meta_mut().kind = kind;
+        // SAFETY: the value's bytes are `payload.len()` bytes at `value_at`, inside
+        // this allocation, which `&mut self` holds exclusively.
+        unsafe {
+            let dst = self.ptr.as_ptr().add(parts.value_at);
+            ptr::copy_nonoverlapping(payload.as_ptr(), dst, payload.len());
+        }
+        true
     }
 
     /// Appends `extra` to a string that is not an integer, which becomes "raw";

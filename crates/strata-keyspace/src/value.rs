@@ -109,28 +109,33 @@ impl Str {
         }
     }
 
+    /// The string borrowed as a [`StrRef`], whose readers these are.
+    #[inline]
+    pub fn as_ref(&self) -> StrRef<'_> {
+        match self {
+            Str::Int(n) => StrRef::Int(*n),
+            Str::OwnInt(n) => StrRef::OwnInt(*n),
+            Str::Emb(b) => StrRef::Emb(b.as_bytes()),
+            Str::EmbHeap(b) => StrRef::Emb(b),
+            Str::Raw(b) => StrRef::Raw(b.as_bytes()),
+            Str::RawHeap(b) => StrRef::Raw(b),
+        }
+    }
+
     /// The bytes of a string that is not an integer.
     #[inline]
     pub fn as_bytes(&self) -> Option<&[u8]> {
-        match self {
-            Str::Int(_) | Str::OwnInt(_) => None,
-            Str::Emb(b) | Str::Raw(b) => Some(b.as_bytes()),
-            Str::EmbHeap(b) | Str::RawHeap(b) => Some(b),
-        }
+        self.as_ref().as_bytes()
     }
 
     /// Calls `f` with the value's bytes (integers are formatted on the stack).
     #[inline]
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        match self {
-            Str::Int(n) | Str::OwnInt(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
-            Str::Emb(b) | Str::Raw(b) => f(b.as_bytes()),
-            Str::EmbHeap(b) | Str::RawHeap(b) => f(b),
-        }
+        self.as_ref().with_bytes(f)
     }
 
     pub fn to_vec(&self) -> Vec<u8> {
-        self.with_bytes(<[u8]>::to_vec)
+        self.as_ref().to_vec()
     }
 
     /// The bytes, reusing the heap allocation when there is one.
@@ -142,11 +147,7 @@ impl Str {
     }
 
     pub fn len(&self) -> usize {
-        match self {
-            Str::Int(n) | Str::OwnInt(n) => itoa::Buffer::new().format(*n).len(),
-            Str::Emb(b) | Str::Raw(b) => b.len as usize,
-            Str::EmbHeap(b) | Str::RawHeap(b) => b.len(),
-        }
+        self.as_ref().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -154,27 +155,17 @@ impl Str {
     }
 
     pub fn encoding(&self) -> &'static str {
-        match self {
-            Str::Int(_) | Str::OwnInt(_) => "int",
-            Str::Emb(_) | Str::EmbHeap(_) => "embstr",
-            Str::Raw(_) | Str::RawHeap(_) => "raw",
-        }
+        self.as_ref().encoding()
     }
 
     /// The integer, for either integer encoding.
     pub fn as_int(&self) -> Option<i64> {
-        match self {
-            Str::Int(n) | Str::OwnInt(n) => Some(*n),
-            _ => None,
-        }
+        self.as_ref().as_int()
     }
 
     /// How many references Redis would report for this value (OBJECT REFCOUNT).
     pub fn refcount(&self) -> i64 {
-        match self {
-            Str::Int(n) if (0..SHARED_INTEGERS).contains(n) => i32::MAX as i64,
-            _ => 1,
-        }
+        self.as_ref().refcount()
     }
 
     /// The copy COPY stores: the same bytes and encoding, held by one key alone.
@@ -190,21 +181,6 @@ impl Str {
         match self {
             Str::EmbHeap(b) | Str::RawHeap(b) => b.len(),
             _ => 0,
-        }
-    }
-}
-
-impl Str {
-    /// The string borrowed as a [`StrRef`].
-    #[inline]
-    pub fn as_ref(&self) -> StrRef<'_> {
-        match self {
-            Str::Int(n) => StrRef::Int(*n),
-            Str::OwnInt(n) => StrRef::OwnInt(*n),
-            Str::Emb(b) => StrRef::Emb(b.as_bytes()),
-            Str::EmbHeap(b) => StrRef::Emb(b),
-            Str::Raw(b) => StrRef::Raw(b.as_bytes()),
-            Str::RawHeap(b) => StrRef::Raw(b),
         }
     }
 }

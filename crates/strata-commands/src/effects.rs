@@ -417,6 +417,8 @@ fn kinds_of(
     // O(1) per command, whatever the value's size.
     let value_size = match entry.value() {
         ValueRef::Str(s) => s.len(),
+        // A small hash's bytes may be in its entry, not on the heap beside it.
+        ValueRef::Hash(h) if h.is_packed() => h.packed_len(),
         other => other.heap_size_quick(),
     } + 1;
     // An operation on a key the database lists no records of costs a tombstone too
@@ -468,6 +470,45 @@ pub fn is_collection(value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A change to a small hash logs the operation when it is shorter than the
+    /// whole hash, whether the hash's bytes are in its entry or beside it.
+    #[test]
+    fn a_small_hash_logs_the_shorter_of_operation_and_value() {
+        let limits = strata_keyspace::EncodingLimits::default();
+        let mut db = Db::new(strata_keyspace::KeyHasher::default());
+        let key = b"h".to_vec();
+        let hash = db.hash(&key);
+        let mut h = strata_keyspace::Hash::new();
+        for i in 0..12 {
+            h.insert(format!("field:{i}").as_bytes(), b"some value", &limits);
+        }
+        assert!(h.is_packed());
+        db.set(hash, &key, Value::Hash(h), strata_keyspace::Ttl::Persist, 0);
+        assert_eq!(
+            db.peek(hash, &key, 0).map(|e| e.memory_usage() < 400),
+            Some(true)
+        );
+        let argv: Vec<&[u8]> = vec![b"HSET", b"h", b"field:3", b"other"];
+        let mut kinds = |argv: &[&[u8]]| {
+            let records = record_for(
+                0,
+                &mut db,
+                hash,
+                key.clone(),
+                0,
+                LogRule::Replay,
+                argv,
+                &[],
+                |_| false,
+            );
+            records.into_iter().map(|r| r.kind).collect::<Vec<_>>()
+        };
+        assert!(matches!(kinds(&argv)[..], [RecordKind::Op { .. }]));
+        let long = vec![b'x'; 400];
+        let argv: Vec<&[u8]> = vec![b"HSET", b"h", b"field:3", &long];
+        assert!(matches!(kinds(&argv)[..], [RecordKind::Put { .. }]));
+    }
 
     #[test]
     fn operations_round_trip_and_reject_garbage() {

@@ -9,17 +9,27 @@
 //! one after the other behind the metadata, and the entry is exactly as big as they
 //! are: `key:123` holding `x` takes one 32-byte allocation, a 100-byte value with a
 //! ten-byte key one of 128 bytes (the 64-byte entry and a 112-byte value before).
-//! Other values (collections, cold placeholders) keep their handle (at most 16
-//! bytes: the kind says which type it is, so no `Value` tag is stored) at a fixed
-//! offset, where commands borrow it; their key follows.
+//! A small hash is laid out the same way, its pack's bytes ("listpack") as the
+//! value: five short fields under `key:123456` take one 80-byte allocation instead
+//! of a 48-byte entry and a 48-byte pack. Other values (lists, sets, sorted sets,
+//! big hashes, cold placeholders) keep their handle (at most 16 bytes: the kind says
+//! which type it is, so no `Value` tag is stored) at a fixed offset, where commands
+//! borrow it; their key follows.
 //!
 //! ```text
 //! offset 0   Meta (16 bytes): log slot, access time, log length, flags, kind
-//! string     16: key length, value length (LEB128), key bytes, value bytes
-//!            (an integer's value bytes are its zigzag LEB128 form)
+//! packed     16: key length, value length (LEB128), key bytes, value bytes
+//!            (an integer's value bytes are its zigzag LEB128 form, a packed
+//!            hash's its pack's elements)
 //! other      16: handle (List box, Hash, Set, ZSet or Cold; 16 bytes),
 //!            32: key length (LEB128), key bytes
 //! ```
+//!
+//! A packed hash in an entry is read where it lies ([`HashRef`]) and changed there
+//! through [`HashMut`]: setting or removing a field moves the bytes after it and
+//! resizes the allocation (in place while jemalloc's size class allows). A change
+//! that converts it, or grows it past `HASH_PACK_MAX` (512) bytes, takes it out into a
+//! `Hash` held by its handle.
 //!
 //! [`Entry`] is one non-null pointer, so a table slot holding an `Option<Entry>` is
 //! eight bytes.
@@ -34,9 +44,9 @@
 //!   every length stored matches the bytes that follow it.
 //! - For a handle kind (`kind::LIST`... `kind::COLD`), bytes 16..32 begin with an
 //!   initialized handle of that kind's type, which the entry owns; `kind::MOVED`
-//!   means it was moved out and must not be dropped. String kinds initialize every
-//!   byte of the allocation, so it may be read as a slice; the other kinds only from
-//!   offset 32.
+//!   means it was moved out and must not be dropped. Packed kinds (strings, packed
+//!   hashes) initialize every byte of the allocation, so it may be read as a slice;
+//!   the other kinds only from offset 32.
 #![allow(unsafe_code)]
 
 use std::alloc::{self, Layout};
@@ -44,13 +54,14 @@ use std::fmt;
 use std::mem::{self, size_of};
 use std::ptr::{self, NonNull};
 
+use crate::EncodingLimits;
 use crate::access;
 use crate::compact::INLINE_CAPACITY;
 use crate::dict::DictEntry;
-use crate::hash::Hash;
+use crate::hash::{Hash, HashRef};
 use crate::list::List;
 use crate::logref::NarrowSlot;
-use crate::pack::{varint_len, write_varint};
+use crate::pack::{Elements, varint_len, write_varint};
 use crate::set::Set;
 use crate::value::{Cold, Str, StrRef, Value, ValueRef};
 use crate::zset::ZSet;
@@ -117,6 +128,9 @@ mod kind {
     pub const OWN_INT: u8 = 9;
     pub const EMB: u8 = 10;
     pub const RAW: u8 = 11;
+    /// A packed hash ("listpack") laid out as a packed string: its pack's bytes are
+    /// the value's.
+    pub const HASH_PACK: u8 = 12;
 }
 
 const VOLATILE: u8 = 1;
@@ -164,6 +178,14 @@ unsafe fn read_varint(p: *const u8) -> (usize, usize) {
     }
 }
 
+/// The pack element starting at `at` of `data`, and the offset just past it.
+#[inline]
+fn element(data: &[u8], at: usize) -> (&[u8], usize) {
+    let (n, h) = crate::pack::read_varint(data, at);
+    let start = at + h;
+    (&data[start..start + n], start + n)
+}
+
 /// An integer's bytes in an entry: zigzag LEB128 (one byte for -64..=63).
 fn int_bytes(n: i64, buf: &mut [u8; 10]) -> usize {
     write_varint(buf, ((n << 1) ^ (n >> 63)) as u64 as usize)
@@ -193,9 +215,15 @@ fn str_payload<'a>(s: StrRef<'a>, buf: &'a mut [u8; 10]) -> (u8, &'a [u8]) {
     }
 }
 
-/// Whether the kind packs a string's bytes into the entry.
+/// Whether the kind packs its value's bytes into the entry (a string, or a packed
+/// hash's pack).
 fn is_packed(kind: u8) -> bool {
     kind >= kind::INT
+}
+
+/// Whether the kind is a string packed into the entry.
+fn is_packed_str(kind: u8) -> bool {
+    (kind::INT..=kind::RAW).contains(&kind)
 }
 
 /// The size class jemalloc (the server's allocator) serves a request of `n` bytes
@@ -220,6 +248,17 @@ fn packs(key_len: usize, len: usize) -> bool {
     let key = varint_len(key_len) + key_len;
     let packed = META + key + varint_len(len) + len;
     size_class(packed) <= size_class(KEY_AFTER_HANDLE + key) + size_class(len)
+}
+
+/// Packed hashes up to this many bytes live in their key's entry (when [`packs`]
+/// agrees): a change to one copies it out and back (see [`HashMut`]), which for a
+/// few hundred bytes costs less than the allocation it saves.
+const HASH_PACK_MAX: usize = 512;
+
+/// Whether a packed hash of `len` bytes under a key of `key_len` bytes lives in its
+/// entry.
+fn packs_hash(key_len: usize, len: usize) -> bool {
+    len <= HASH_PACK_MAX && packs(key_len, len)
 }
 
 fn layout(size: usize) -> Layout {
@@ -259,9 +298,26 @@ impl Entry {
     /// A new entry for `key` holding `value`, accessed at `now_ms`, with no TTL and
     /// no log location.
     pub fn new(key: &[u8], value: Value, now_ms: u64) -> Entry {
+        Entry::holding(key, value, Meta::new(now_ms))
+    }
+
+    /// An entry for `key` holding `value` with `meta`, laid out as the value needs.
+    fn holding(key: &[u8], value: Value, meta: Meta) -> Entry {
         match value {
-            Value::Str(s) => Entry::string(key, s.as_ref(), Meta::new(now_ms)),
-            other => Entry::whole(key, other, Meta::new(now_ms)),
+            Value::Str(s) => Entry::string(key, s.as_ref(), meta),
+            Value::Hash(h) => Entry::hash(key, h, meta),
+            other => Entry::whole(key, other, meta),
+        }
+    }
+
+    /// An entry holding a hash: a packed one's bytes in the entry when they fit (see
+    /// [`packs_hash`]), else the `Hash` by its handle.
+    fn hash(key: &[u8], h: Hash, meta: Meta) -> Entry {
+        match h.packed_bytes() {
+            Some(bytes) if packs_hash(key.len(), bytes.len()) => {
+                Entry::packed(key, kind::HASH_PACK, bytes, meta)
+            }
+            _ => Entry::whole(key, Value::Hash(h), meta),
         }
     }
 
@@ -279,14 +335,17 @@ impl Entry {
             StrRef::Raw(b) if !packs(key.len(), b.len()) => {
                 Entry::whole(key, Value::Str(Str::RawHeap(b.into())), meta)
             }
-            _ => Entry::packed(key, s, meta),
+            _ => {
+                let mut buf = [0; 10];
+                let (kind, payload) = str_payload(s, &mut buf);
+                Entry::packed(key, kind, payload, meta)
+            }
         }
     }
 
-    /// An entry of a packed string kind.
-    fn packed(key: &[u8], s: StrRef<'_>, mut meta: Meta) -> Entry {
-        let mut buf = [0; 10];
-        let (kind, payload) = str_payload(s, &mut buf);
+    /// An entry of a packed kind holding `payload`, its value's bytes.
+    fn packed(key: &[u8], kind: u8, payload: &[u8], mut meta: Meta) -> Entry {
+        debug_assert!(is_packed(kind));
         meta.kind = kind;
         let head = varint_len(key.len()) + varint_len(payload.len());
         let size = META + head + key.len() + payload.len();
@@ -457,12 +516,13 @@ impl Entry {
         // SAFETY (each arm): the kind says which handle the entry holds.
         match self.meta().kind {
             kind::LIST => ValueRef::List(unsafe { self.handle::<Box<List>>() }),
-            kind::HASH => ValueRef::Hash(unsafe { self.handle::<Hash>() }),
+            kind::HASH => ValueRef::Hash(unsafe { self.handle::<Hash>() }.as_ref()),
             kind::SET => ValueRef::Set(unsafe { self.handle::<Set>() }),
             kind::ZSET => ValueRef::ZSet(unsafe { self.handle::<ZSet>() }),
             kind::COLD => ValueRef::Cold(unsafe { self.handle::<Cold>() }),
             kind::EMB_HEAP => ValueRef::Str(StrRef::Emb(unsafe { self.handle::<Box<[u8]>>() })),
             kind::RAW_HEAP => ValueRef::Str(StrRef::Raw(unsafe { self.handle::<Box<[u8]>>() })),
+            kind::HASH_PACK => ValueRef::Hash(HashRef::packed_in_place(self.value_bytes())),
             kind => {
                 debug_assert!(is_packed(kind), "a moved entry is never read");
                 let parts = self.parts();
@@ -484,11 +544,189 @@ impl Entry {
         (self.meta().kind == kind::LIST).then(|| &mut **unsafe { self.handle_mut::<Box<List>>() })
     }
 
-    /// The hash, to change in place.
+    /// The hash, to change in place: the entry's own, or a packed hash taken out of
+    /// the entry and put back when the guard goes (see [`HashMut`]).
     #[inline]
-    pub fn as_hash_mut(&mut self) -> Option<&mut Hash> {
-        // SAFETY: a `HASH` entry holds a `Hash`.
-        (self.meta().kind == kind::HASH).then(|| unsafe { self.handle_mut::<Hash>() })
+    pub fn as_hash_mut(&mut self) -> Option<HashMut<'_>> {
+        match self.meta().kind {
+            kind::HASH | kind::HASH_PACK => Some(HashMut {
+                entry: self,
+                taken: None,
+            }),
+            _ => None,
+        }
+    }
+
+    /// A packed kind's value bytes.
+    #[inline]
+    fn value_bytes(&self) -> &[u8] {
+        debug_assert!(is_packed(self.meta().kind));
+        let parts = self.parts();
+        self.bytes(parts.value_at, parts.value_len)
+    }
+
+    /// Puts back a hash taken out of a `HASH_PACK` entry by [`Entry::as_hash_mut`]:
+    /// its bytes over the old ones (the allocation resized in place where the
+    /// allocator can), or, if it no longer fits, the entry rebuilt around its handle.
+    fn put_back_hash(&mut self, h: Hash) {
+        debug_assert_eq!(self.meta().kind, kind::HASH_PACK);
+        let parts = self.parts();
+        match h.packed_bytes() {
+            Some(bytes) if packs_hash(parts.key_len, bytes.len()) => {
+                let at = self.resize_value(bytes.len());
+                // SAFETY: `resize_value` made `bytes.len()` bytes at `at` the value's,
+                // inside this allocation, which `&mut self` holds exclusively.
+                unsafe {
+                    let dst = self.ptr.as_ptr().add(at);
+                    ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len());
+                }
+            }
+            _ => {
+                let new = Entry::whole(self.key(), Value::Hash(h), *self.meta());
+                *self = new;
+            }
+        }
+    }
+
+    /// Sets `field` to `value` in a `HASH_PACK` entry's pack, in place: `Some(true)`
+    /// if the field is new, `Some(false)` if it was there; `None`, changing nothing,
+    /// if the hash must change encoding (more than `max_entries` fields) or no longer
+    /// fits the entry.
+    fn pack_insert(&mut self, field: &[u8], value: &[u8], max_entries: u64) -> Option<bool> {
+        let parts = self.parts();
+        let new_enc = varint_len(value.len()) + value.len();
+        let data = self.value_bytes();
+        let (mut at, mut fields) = (0, 0u64);
+        while at < data.len() {
+            let (f, value_at) = element(data, at);
+            let end = element(data, value_at).1;
+            if f == field {
+                // As Redis, an update converts too when the limit was lowered since.
+                let total = fields + 1 + Elements::new(&data[end..]).count() as u64 / 2;
+                let len = data.len() - (end - value_at) + new_enc;
+                if total > max_entries || !packs_hash(parts.key_len, len) {
+                    return None;
+                }
+                let hole = self.splice(value_at, end - value_at, new_enc);
+                self.fill(hole, &[value]);
+                return Some(false);
+            }
+            at = end;
+            fields += 1;
+        }
+        let add = varint_len(field.len()) + field.len() + new_enc;
+        if fields + 1 > max_entries || !packs_hash(parts.key_len, data.len() + add) {
+            return None;
+        }
+        let hole = self.splice(data.len(), 0, add);
+        self.fill(hole, &[field, value]);
+        Some(true)
+    }
+
+    /// Removes `field` from a `HASH_PACK` entry's pack, in place; whether it was
+    /// there.
+    fn pack_remove(&mut self, field: &[u8]) -> bool {
+        let data = self.value_bytes();
+        let mut at = 0;
+        while at < data.len() {
+            let (f, value_at) = element(data, at);
+            let end = element(data, value_at).1;
+            if f == field {
+                self.splice(at, end - at, 0);
+                return true;
+            }
+            at = end;
+        }
+        false
+    }
+
+    /// Replaces `remove` bytes at offset `at` of a packed entry's value by a hole of
+    /// `insert` bytes (old or zeroed bytes, for the caller to overwrite); returns the
+    /// hole's offset in the entry.
+    fn splice(&mut self, at: usize, remove: usize, insert: usize) -> usize {
+        let parts = self.parts();
+        let old_len = parts.value_len;
+        debug_assert!(at + remove <= old_len);
+        let tail = old_len - at - remove;
+        let len = old_len - remove + insert;
+        // SAFETY: both moves stay inside the value's bytes of the allocation as it
+        // is when they run (before a shrink, after a growth); `copy` handles the
+        // overlap, and `&mut self` holds the entry exclusively.
+        let value_at = if insert < remove {
+            unsafe {
+                let p = self.ptr.as_ptr().add(parts.value_at);
+                ptr::copy(p.add(at + remove), p.add(at + insert), tail);
+            }
+            self.resize_value(len)
+        } else {
+            let value_at = self.resize_value(len);
+            unsafe {
+                let p = self.ptr.as_ptr().add(value_at);
+                ptr::copy(p.add(at + remove), p.add(at + insert), tail);
+            }
+            value_at
+        };
+        value_at + at
+    }
+
+    /// Writes `elements`, each as a pack element (its LEB128 length, its bytes),
+    /// at offset `at`, a hole [`Entry::splice`] made exactly their size.
+    fn fill(&mut self, at: usize, elements: &[&[u8]]) {
+        let size: usize = elements.iter().map(|e| varint_len(e.len()) + e.len()).sum();
+        debug_assert!(at + size <= self.size());
+        // SAFETY: the hole is `size` initialized bytes at `at`, inside this
+        // allocation, which `&mut self` holds exclusively.
+        let hole = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(at), size) };
+        let mut i = 0;
+        for e in elements {
+            i += write_varint(&mut hole[i..], e.len());
+            hole[i..i + e.len()].copy_from_slice(e);
+            i += e.len();
+        }
+    }
+
+    /// Gives a packed entry's value `len` bytes, keeping its kind, key and the first
+    /// bytes of its value (zeroes after them when it grows); returns the offset the
+    /// value now starts at. The allocation is resized in place where the allocator
+    /// can.
+    fn resize_value(&mut self, len: usize) -> usize {
+        debug_assert!(is_packed(self.meta().kind));
+        let parts = self.parts();
+        let old_size = parts.size();
+        let head = varint_len(parts.key_len) + varint_len(len);
+        let key_at = META + head;
+        let value_at = key_at + parts.key_len;
+        let new_size = value_at + len;
+        let new_layout = layout(new_size);
+        let kept = parts.value_len.min(len);
+        // SAFETY: the allocation was made with `layout(old_size)`; `realloc` keeps
+        // its first `min(old_size, new_size)` bytes. When the lengths take fewer
+        // bytes, the key and the value's kept bytes move down before a shrink cuts
+        // them; when they take more, they move up after the allocation grows (`copy`
+        // handles the overlap). The lengths are rewritten and any new value bytes
+        // zeroed, so every byte up to `new_size` is initialized; `&mut self` holds
+        // the entry exclusively.
+        unsafe {
+            let moved = parts.key_len + kept;
+            if key_at < parts.key_at {
+                let p = self.ptr.as_ptr();
+                ptr::copy(p.add(parts.key_at), p.add(key_at), moved);
+            }
+            let raw = alloc::realloc(self.ptr.as_ptr(), layout(old_size), new_size);
+            let Some(ptr) = NonNull::new(raw) else {
+                alloc::handle_alloc_error(new_layout)
+            };
+            self.ptr = ptr;
+            let p = ptr.as_ptr();
+            if key_at > parts.key_at {
+                ptr::copy(p.add(parts.key_at), p.add(key_at), moved);
+            }
+            let lengths = std::slice::from_raw_parts_mut(p.add(META), head);
+            let at = write_varint(lengths, parts.key_len);
+            write_varint(&mut lengths[at..], len);
+            ptr::write_bytes(p.add(value_at + kept), 0, len - kept);
+        }
+        value_at
     }
 
     /// The set, to change in place.
@@ -511,10 +749,11 @@ impl Entry {
     pub fn set_value(&mut self, value: Value) -> Option<Value> {
         match value {
             Value::Str(s) => self.set_str(s.as_ref()),
-            other if is_packed(self.meta().kind) => {
-                let new = Entry::whole(self.key(), other, *self.meta());
-                *self = new;
-                None
+            other if is_packed(self.meta().kind) || matches!(other, Value::Hash(_)) => {
+                let new = Entry::holding(self.key(), other, *self.meta());
+                mem::replace(self, new)
+                    .into_whole()
+                    .filter(|v| !matches!(v, Value::Str(_)))
             }
             other => {
                 let old = self.take_whole();
@@ -553,7 +792,7 @@ impl Entry {
             unsafe { self.handle_mut::<Box<[u8]>>() }.copy_from_slice(bytes);
             return true;
         }
-        if !is_packed(kind) {
+        if !is_packed_str(kind) {
             return false;
         }
         let mut buf = [0; 10];
@@ -590,40 +829,14 @@ impl Entry {
         if kind != kind::EMB && kind != kind::RAW {
             return None;
         }
-        let parts = self.parts();
-        let old_size = parts.size();
-        let len = parts.value_len + extra.len();
-        let head = varint_len(parts.key_len) + varint_len(len);
-        let key_at = META + head;
-        let new_size = key_at + parts.key_len + len;
-        let new_layout = layout(new_size);
-        // SAFETY: the allocation was made with `layout(old_size)`; `realloc` keeps its
-        // first `old_size` bytes. A longer length may need more bytes: the key and
-        // value then move up (`copy` handles the overlap) before the lengths are
-        // rewritten, and `extra` goes after the value. Every byte up to `new_size` is
-        // written, and `&mut self` holds the entry exclusively.
+        let old_len = self.parts().value_len;
+        let len = old_len + extra.len();
+        let at = self.resize_value(len);
+        // SAFETY: `resize_value` made `len` bytes at `at` the value's, its first
+        // `old_len` kept; `extra` goes after them. `&mut self` is exclusive.
         unsafe {
-            let raw = alloc::realloc(self.ptr.as_ptr(), layout(old_size), new_size);
-            let Some(ptr) = NonNull::new(raw) else {
-                alloc::handle_alloc_error(new_layout)
-            };
-            self.ptr = ptr;
-            let p = ptr.as_ptr();
-            if key_at != parts.key_at {
-                ptr::copy(
-                    p.add(parts.key_at),
-                    p.add(key_at),
-                    parts.key_len + parts.value_len,
-                );
-            }
-            let lengths = std::slice::from_raw_parts_mut(p.add(META), head);
-            let at = write_varint(lengths, parts.key_len);
-            write_varint(&mut lengths[at..], len);
-            ptr::copy_nonoverlapping(
-                extra.as_ptr(),
-                p.add(key_at + parts.key_len + parts.value_len),
-                extra.len(),
-            );
+            let dst = self.ptr.as_ptr().add(at + old_len);
+            ptr::copy_nonoverlapping(extra.as_ptr(), dst, extra.len());
         }
         self.meta_mut().kind = kind::RAW;
         Some(len)
@@ -631,9 +844,13 @@ impl Entry {
 
     /// The value, taking it out of the entry.
     pub fn into_value(self) -> Value {
-        if is_packed(self.meta().kind) {
-            let s = self.value().as_str().expect("a packed string");
-            return Value::Str(s.to_owned());
+        match self.meta().kind {
+            kind::HASH_PACK => return Value::Hash(Hash::from_packed_bytes(self.value_bytes())),
+            kind if is_packed(kind) => {
+                let s = self.value().as_str().expect("a packed string");
+                return Value::Str(s.to_owned());
+            }
+            _ => {}
         }
         match self.into_whole().expect("a handle") {
             // A short string beside a long key: back in place, as `Str` holds it.
@@ -675,6 +892,9 @@ impl Entry {
         let meta = *self.meta();
         let new = match self.take_whole() {
             Some(value) => Entry::whole(key, value, meta),
+            None if meta.kind == kind::HASH_PACK => {
+                Entry::hash(key, Hash::from_packed_bytes(self.value_bytes()), meta)
+            }
             None => Entry::string(key, self.value().as_str().expect("a packed string"), meta),
         };
         *self = new;
@@ -756,6 +976,96 @@ impl Entry {
     }
 }
 
+/// A hash to change in place, from [`Entry::as_hash_mut`]. A hash held by its
+/// handle is changed where it is. A packed hash held in the entry's bytes is changed
+/// there by the common changes (a field set or removed, resizing the entry in place
+/// where the allocator can); anything else (a conversion to a hashtable, a hash
+/// growing past what the entry holds) takes it out into a `Hash` first, which goes
+/// back into the entry, or by its handle, when the guard is dropped.
+pub struct HashMut<'a> {
+    entry: &'a mut Entry,
+    /// The hash taken out of a `HASH_PACK` entry, if it has been.
+    taken: Option<Hash>,
+}
+
+impl<'a> HashMut<'a> {
+    /// The hash, borrowed.
+    pub fn as_ref(&self) -> HashRef<'_> {
+        match &self.taken {
+            Some(h) => h.as_ref(),
+            None => self.entry.value().as_hash().expect("a hash entry"),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.as_ref().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.as_ref().is_empty()
+    }
+
+    pub fn contains(&self, field: &[u8]) -> bool {
+        self.as_ref().contains(field)
+    }
+
+    /// Whether the hash is still packed in the entry's bytes.
+    fn in_entry(&self) -> bool {
+        self.taken.is_none() && self.entry.meta().kind == kind::HASH_PACK
+    }
+
+    /// The hash as a `Hash`, taken out of the entry if it was packed there.
+    fn hash(&mut self) -> &mut Hash {
+        if self.in_entry() {
+            self.taken = Some(Hash::from_packed_bytes(self.entry.value_bytes()));
+        }
+        match &mut self.taken {
+            Some(h) => h,
+            // SAFETY: not taken and not `HASH_PACK`: `as_hash_mut` checked that the
+            // entry is a `HASH` entry, and the guard holds it exclusively since.
+            None => unsafe { self.entry.handle_mut::<Hash>() },
+        }
+    }
+
+    /// [`Hash::fit`] for the fields and values about to be set.
+    pub fn fit(&mut self, args: &[&[u8]], limits: &EncodingLimits) {
+        // An entry's pack is at most `HASH_PACK_MAX` bytes: only a long argument
+        // makes it convert (the sum of short ones stays far below Redis's limit).
+        let max = limits.hash_max_listpack_value;
+        if !self.in_entry() || args.iter().any(|a| a.len() as u64 > max) {
+            self.hash().fit(args.iter().copied(), limits);
+        }
+    }
+
+    /// [`Hash::insert`]: sets `field` to `value`; true if the field is new.
+    pub fn insert(&mut self, field: &[u8], value: &[u8], limits: &EncodingLimits) -> bool {
+        let max = limits.hash_max_listpack_value;
+        if self.in_entry() && field.len() as u64 <= max && value.len() as u64 <= max {
+            let entries = limits.hash_max_listpack_entries;
+            if let Some(new) = self.entry.pack_insert(field, value, entries) {
+                return new;
+            }
+        }
+        self.hash().insert(field, value, limits)
+    }
+
+    /// [`Hash::remove`]: removes `field`; returns whether it was there.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        if self.in_entry() {
+            return self.entry.pack_remove(field);
+        }
+        self.hash().remove(field)
+    }
+}
+
+impl Drop for HashMut<'_> {
+    fn drop(&mut self) {
+        if let Some(h) = self.taken.take() {
+            self.entry.put_back_hash(h);
+        }
+    }
+}
+
 impl DictEntry for Entry {
     #[inline]
     fn key(&self) -> &[u8] {
@@ -785,6 +1095,28 @@ impl fmt::Debug for Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hash of `n` fields in a hashtable (held by its handle).
+    fn table_hash(n: usize) -> Hash {
+        let limits = crate::EncodingLimits {
+            hash_max_listpack_entries: 0,
+            ..crate::EncodingLimits::default()
+        };
+        let mut h = Hash::default();
+        for i in 0..n {
+            h.insert(format!("f{i}").as_bytes(), b"v", &limits);
+        }
+        h
+    }
+
+    /// A hash's fields and values, sorted.
+    fn hash_pairs(e: &Entry) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut pairs: Vec<_> = (e.value().as_hash().unwrap().iter())
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
+        pairs.sort();
+        pairs
+    }
 
     fn str_value(e: &Entry) -> Vec<u8> {
         e.value().as_str().expect("a string").to_vec()
@@ -842,6 +1174,10 @@ mod tests {
         assert!(e.set_value(Value::Hash(Hash::default())).is_none());
         assert!(e.value().as_hash().is_some());
         assert!(e.as_hash_mut().is_some() && e.as_set_mut().is_none());
+        assert!(
+            e.set_value(Value::Hash(table_hash(3))).is_none(),
+            "freed in place"
+        );
         let old = e.set_value(Value::string(b"back"));
         assert!(matches!(old, Some(Value::Hash(_))));
         assert_eq!(str_value(&e), b"back");
@@ -859,7 +1195,7 @@ mod tests {
         e.set_key(&[b'k'; 130]);
         assert_eq!(e.key(), &[b'k'; 130][..]);
         assert!(e.is_logged());
-        assert_eq!(e.value().as_hash().map(Hash::len), Some(1));
+        assert_eq!(e.value().as_hash().map(HashRef::len), Some(1));
         assert_eq!(e.into_value(), Value::Hash(h));
         let mut s = Entry::new(b"a", Value::string(b"v"), 0);
         s.set_key(b"bb");
@@ -887,8 +1223,7 @@ mod tests {
         let mut list = List::default();
         list.push_back(b"a");
         list.push_back(&[b'b'; 100]);
-        let mut hash = Hash::default();
-        hash.insert(b"f", b"v", &limits);
+        let hash = table_hash(1);
         let mut set = Set::new();
         set.insert(b"m", &limits);
         set.insert(b"12", &limits);
@@ -980,7 +1315,104 @@ mod tests {
         assert_eq!(str_value(&n), b"12");
     }
 
+    #[test]
+    fn small_hashes_live_in_the_entry() {
+        let limits = crate::EncodingLimits::default();
+        let mut h = Hash::default();
+        for (f, v) in [("name", "alice"), ("age", "30"), ("city", "paris")] {
+            h.insert(f.as_bytes(), v.as_bytes(), &limits);
+        }
+        let bytes = h.packed_bytes().unwrap().len();
+        let mut e = Entry::new(b"key:123456", Value::Hash(h.clone()), 0);
+        assert_eq!(e.meta().kind, kind::HASH_PACK);
+        assert_eq!(e.size(), META + 2 + 10 + bytes);
+        assert_eq!(e.memory_usage(), e.size(), "nothing beside the entry");
+        let seen = e.value().as_hash().unwrap();
+        assert_eq!(
+            (seen.encoding(), seen.get(b"city")),
+            ("listpack", Some(&b"paris"[..]))
+        );
+        assert_eq!(e.value().to_value(), Value::Hash(h.clone()));
+
+        // Changes go through a guard and come back; growing past what the entry
+        // holds moves the hash out to its handle, still packed.
+        let mut model: Vec<(Vec<u8>, Vec<u8>)> = hash_pairs(&e);
+        let mut i = 0;
+        while e.meta().kind == kind::HASH_PACK {
+            let (f, v) = (format!("field:{i}"), vec![b'v'; i % 40]);
+            assert!(e.as_hash_mut().unwrap().insert(f.as_bytes(), &v, &limits));
+            model.push((f.into_bytes(), v));
+            model.sort();
+            assert_eq!(hash_pairs(&e), model);
+            assert_eq!(e.key(), b"key:123456");
+            i += 1;
+        }
+        assert!(i > 10);
+        assert_eq!(e.meta().kind, kind::HASH);
+        assert_eq!(e.value().encoding(), "listpack");
+        assert_eq!(hash_pairs(&e), model);
+
+        // A hash set whole goes back in; its key can change; it comes out whole.
+        e.set_value(Value::Hash(h.clone()));
+        assert_eq!(e.meta().kind, kind::HASH_PACK);
+        e.set_key(&[b'k'; 300]);
+        assert_eq!(
+            (e.key(), e.meta().kind),
+            (&[b'k'; 300][..], kind::HASH_PACK)
+        );
+        assert!(e.as_hash_mut().unwrap().remove(b"age"));
+        assert!(!e.as_hash_mut().unwrap().remove(b"age"));
+        assert_eq!(e.value().as_hash().map(HashRef::len), Some(2));
+        let mut want = h;
+        want.remove(b"age");
+        assert_eq!(e.into_value(), Value::Hash(want));
+    }
+
     proptest::proptest! {
+        /// Any sequence of field changes leaves the fields a model predicts, whether
+        /// the hash lives in the entry or by its handle, through the LEB128 length
+        /// boundary of the value's bytes (128) and keys of any length.
+        #[test]
+        fn hash_changes_follow_a_model(
+            key_len in 0usize..300,
+            max_entries in 2u64..40,
+            ops in proptest::collection::vec((0u8..4, 0u8..40, 0usize..70), 1..60),
+        ) {
+            let limits = crate::EncodingLimits {
+                hash_max_listpack_entries: max_entries,
+                ..crate::EncodingLimits::default()
+            };
+            let mut key = vec![b'k'; key_len];
+            let mut model = std::collections::BTreeMap::new();
+            let mut e = Entry::new(&key, Value::Hash(Hash::default()), 0);
+            for (op, field, len) in ops {
+                let field = format!("f{field}").into_bytes();
+                match op {
+                    0 | 1 => {
+                        let value = vec![b'v'; len];
+                        let new = e.as_hash_mut().unwrap().insert(&field, &value, &limits);
+                        proptest::prop_assert_eq!(new, model.insert(field, value).is_none());
+                    }
+                    2 => {
+                        let gone = e.as_hash_mut().unwrap().remove(&field);
+                        proptest::prop_assert_eq!(gone, model.remove(&field).is_some());
+                    }
+                    _ => {
+                        key = vec![b'j'; len * 4];
+                        e.set_key(&key);
+                    }
+                }
+                proptest::prop_assert_eq!(e.key(), &key[..]);
+                if e.value().encoding() == "listpack" {
+                    proptest::prop_assert!(model.len() as u64 <= max_entries);
+                }
+                let want: Vec<_> = model.iter().map(|(f, v)| (f.clone(), v.clone())).collect();
+                proptest::prop_assert_eq!(hash_pairs(&e), want);
+            }
+            let Value::Hash(h) = e.into_value() else { panic!("a hash") };
+            proptest::prop_assert_eq!(h.len(), model.len());
+        }
+
         #[test]
         fn any_key_and_string_round_trips(
             key in proptest::collection::vec(proptest::num::u8::ANY, 0..300),

@@ -20,8 +20,8 @@
 use std::fmt;
 
 use crate::dict::{Dict, DictEntry};
-use crate::pack::ForwardPack as Pack;
 use crate::pack::varint_len;
+use crate::pack::{Elements, ForwardPack as Pack};
 use crate::{EncodingLimits, KeyHasher};
 
 /// The most bytes Redis lets a listpack grow to before it must become a hashtable
@@ -155,10 +155,203 @@ fn pack_lookup(pack: &Pack, field: &[u8]) -> Result<usize, usize> {
     Err(fields)
 }
 
-/// The field/value pairs of a packed hash, in order.
-fn pack_pairs(pack: &Pack) -> impl Iterator<Item = (&[u8], &[u8])> {
-    let mut it = pack.iter();
+/// The field/value pairs of a packed hash's bytes, in order.
+fn pack_pairs(data: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut it = Elements::new(data);
     std::iter::from_fn(move || Some((it.next()?, it.next()?)))
+}
+
+/// A hash borrowed where it lies: a [`Hash`](struct@Hash), or a packed hash's bytes inside the
+/// key's entry (see `entry::Entry`). Every reader of a hash is here; `Hash`'s own
+/// readers go through [`Hash::as_ref`].
+#[derive(Clone, Copy)]
+pub struct HashRef<'a> {
+    repr: ReprRef<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum ReprRef<'a> {
+    /// A packed hash's bytes, and whether they are an allocation of their own (a
+    /// `Hash`'s pack) rather than part of the entry.
+    Pack {
+        data: &'a [u8],
+        own: bool,
+    },
+    Table(&'a Table),
+}
+
+impl<'a> HashRef<'a> {
+    /// A packed hash held in `data` (bytes [`Hash::packed_bytes`] gave), inside an
+    /// allocation that is not the hash's own.
+    pub(crate) fn packed_in_place(data: &'a [u8]) -> HashRef<'a> {
+        HashRef {
+            repr: ReprRef::Pack { data, own: false },
+        }
+    }
+
+    /// Number of fields.
+    pub fn len(self) -> usize {
+        match self.repr {
+            ReprRef::Pack { data, .. } => Elements::new(data).count() / 2,
+            ReprRef::Table(t) => t.dict.len(),
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        match self.repr {
+            ReprRef::Pack { data, .. } => data.is_empty(),
+            ReprRef::Table(t) => t.dict.len() == 0,
+        }
+    }
+
+    /// Redis's name for the encoding (OBJECT ENCODING).
+    pub fn encoding(self) -> &'static str {
+        match self.repr {
+            ReprRef::Pack { .. } => "listpack",
+            ReprRef::Table(_) => "hashtable",
+        }
+    }
+
+    /// Whether the hash is packed (fields in insertion order).
+    pub fn is_packed(self) -> bool {
+        matches!(self.repr, ReprRef::Pack { .. })
+    }
+
+    /// A packed hash's bytes, wherever they are held (0 for a hashtable).
+    pub fn packed_len(self) -> usize {
+        match self.repr {
+            ReprRef::Pack { data, .. } => data.len(),
+            ReprRef::Table(_) => 0,
+        }
+    }
+
+    /// Bytes on the heap beyond the `Hash` (none for bytes held in an entry).
+    pub fn heap_size(self) -> usize {
+        match self.repr {
+            ReprRef::Pack { data, own } => {
+                if own {
+                    data.len()
+                } else {
+                    0
+                }
+            }
+            ReprRef::Table(t) => {
+                std::mem::size_of::<Table>() + t.dict.allocated_bytes() + t.pair_bytes
+            }
+        }
+    }
+
+    pub fn get(self, field: &[u8]) -> Option<&'a [u8]> {
+        match self.repr {
+            ReprRef::Pack { data, .. } => {
+                pack_pairs(data).find(|(f, _)| *f == field).map(|(_, v)| v)
+            }
+            ReprRef::Table(t) => t.dict.get(t.dict.hash(field), field).map(Pair::value),
+        }
+    }
+
+    pub fn contains(self, field: &[u8]) -> bool {
+        match self.repr {
+            ReprRef::Pack { data, .. } => pack_pairs(data).any(|(f, _)| f == field),
+            ReprRef::Table(t) => t.dict.contains(t.dict.hash(field), field),
+        }
+    }
+
+    /// Every field and value: in insertion order when packed, in table order otherwise.
+    pub fn iter(self) -> Box<dyn Iterator<Item = (&'a [u8], &'a [u8])> + 'a> {
+        match self.repr {
+            ReprRef::Pack { data, .. } => Box::new(pack_pairs(data)),
+            ReprRef::Table(t) => Box::new(t.dict.iter().map(|e| (e.field(), e.value()))),
+        }
+    }
+
+    /// Calls `f` with `count` pairs picked at random, with replacement; `rng` gives
+    /// random numbers.
+    pub fn random_pairs(
+        self,
+        count: usize,
+        mut rng: impl FnMut() -> u64,
+        mut f: impl FnMut(&[u8], &[u8]),
+    ) {
+        match self.repr {
+            ReprRef::Pack { data, .. } => {
+                let pairs: Vec<(&[u8], &[u8])> = pack_pairs(data).collect();
+                if pairs.is_empty() {
+                    return;
+                }
+                for _ in 0..count {
+                    let (field, value) = pairs[(rng() % pairs.len() as u64) as usize];
+                    f(field, value);
+                }
+            }
+            ReprRef::Table(t) => {
+                for _ in 0..count {
+                    match t.dict.random_uniform(&mut rng) {
+                        Some(pair) => f(pair.field(), pair.value()),
+                        None => return,
+                    }
+                }
+            }
+        }
+    }
+
+    /// A pair picked at random, given a random number.
+    pub fn random(self, r: u64) -> Option<(&'a [u8], &'a [u8])> {
+        match self.repr {
+            ReprRef::Pack { data, .. } => {
+                let n = self.len() as u64;
+                if n == 0 {
+                    return None;
+                }
+                pack_pairs(data).nth((r % n) as usize)
+            }
+            ReprRef::Table(t) => t.dict.random(r).map(|e| (e.field(), e.value())),
+        }
+    }
+
+    /// One step of HSCAN: calls `f` for some pairs and returns the next cursor (0 when
+    /// done). A packed hash is returned whole, with cursor 0, as Redis does.
+    pub fn scan(self, cursor: u64, mut f: impl FnMut(&[u8], &[u8])) -> u64 {
+        match self.repr {
+            ReprRef::Pack { data, .. } => {
+                for (field, value) in pack_pairs(data) {
+                    f(field, value);
+                }
+                0
+            }
+            ReprRef::Table(t) => t.dict.scan(cursor, |e| f(e.field(), e.value())),
+        }
+    }
+
+    /// An owned copy in the same encoding (COPY keeps it, as Redis does).
+    pub fn to_owned(self) -> Hash {
+        match self.repr {
+            ReprRef::Pack { data, .. } => Hash {
+                repr: Repr::Pack(Pack::from_bytes(data)),
+            },
+            ReprRef::Table(t) => {
+                let mut table = Box::new(Table::new());
+                for e in t.dict.iter() {
+                    table.insert(e.field(), e.value());
+                }
+                Hash {
+                    repr: Repr::Table(table),
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Debug for HashRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Hash({}) ", self.encoding())?;
+        f.debug_map()
+            .entries(
+                self.iter()
+                    .map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v))),
+            )
+            .finish()
+    }
 }
 
 impl Hash {
@@ -167,24 +360,48 @@ impl Hash {
         Hash::default()
     }
 
-    /// Number of fields.
-    pub fn len(&self) -> usize {
-        match &self.repr {
-            Repr::Pack(p) => p.len() / 2,
-            Repr::Table(t) => t.dict.len(),
+    /// The hash, borrowed (every reader is [`HashRef`]'s).
+    #[inline]
+    pub fn as_ref(&self) -> HashRef<'_> {
+        HashRef {
+            repr: match &self.repr {
+                Repr::Pack(p) => ReprRef::Pack {
+                    data: p.as_bytes(),
+                    own: true,
+                },
+                Repr::Table(t) => ReprRef::Table(t),
+            },
         }
     }
 
+    /// A packed hash's bytes, which [`Hash::from_packed_bytes`] takes back; `None`
+    /// for a hashtable.
+    pub(crate) fn packed_bytes(&self) -> Option<&[u8]> {
+        match &self.repr {
+            Repr::Pack(p) => Some(p.as_bytes()),
+            Repr::Table(_) => None,
+        }
+    }
+
+    /// The packed hash whose bytes are `data` (from [`Hash::packed_bytes`]).
+    pub(crate) fn from_packed_bytes(data: &[u8]) -> Hash {
+        Hash {
+            repr: Repr::Pack(Pack::from_bytes(data)),
+        }
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.as_ref().len()
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.as_ref().is_empty()
     }
 
     /// Redis's name for the encoding (OBJECT ENCODING).
     pub fn encoding(&self) -> &'static str {
-        match &self.repr {
-            Repr::Pack(_) => "listpack",
-            Repr::Table(_) => "hashtable",
-        }
+        self.as_ref().encoding()
     }
 
     /// Whether the hash is packed (fields in insertion order).
@@ -194,26 +411,15 @@ impl Hash {
 
     /// Bytes on the heap beyond the `Hash` itself.
     pub fn heap_size(&self) -> usize {
-        match &self.repr {
-            Repr::Pack(p) => p.heap_size(),
-            Repr::Table(t) => {
-                std::mem::size_of::<Table>() + t.dict.allocated_bytes() + t.pair_bytes
-            }
-        }
+        self.as_ref().heap_size()
     }
 
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        match &self.repr {
-            Repr::Pack(p) => pack_pairs(p).find(|(f, _)| *f == field).map(|(_, v)| v),
-            Repr::Table(t) => t.dict.get(t.dict.hash(field), field).map(Pair::value),
-        }
+        self.as_ref().get(field)
     }
 
     pub fn contains(&self, field: &[u8]) -> bool {
-        match &self.repr {
-            Repr::Pack(p) => pack_find(p, field).is_some(),
-            Repr::Table(t) => t.dict.contains(t.dict.hash(field), field),
-        }
+        self.as_ref().contains(field)
     }
 
     /// Converts a packed hash to a hashtable if any of `args` (the fields and values
@@ -292,76 +498,19 @@ impl Hash {
 
     /// Every field and value: in insertion order when packed, in table order otherwise.
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
-        match &self.repr {
-            Repr::Pack(p) => Box::new(pack_pairs(p)),
-            Repr::Table(t) => Box::new(t.dict.iter().map(|e| (e.field(), e.value()))),
-        }
+        self.as_ref().iter()
     }
 
-    /// Calls `f` with `count` pairs picked at random, with replacement; `rng` gives
-    /// random numbers.
-    pub fn random_pairs(
-        &self,
-        count: usize,
-        mut rng: impl FnMut() -> u64,
-        mut f: impl FnMut(&[u8], &[u8]),
-    ) {
-        match &self.repr {
-            Repr::Pack(p) => {
-                let pairs: Vec<(&[u8], &[u8])> = pack_pairs(p).collect();
-                if pairs.is_empty() {
-                    return;
-                }
-                for _ in 0..count {
-                    let (field, value) = pairs[(rng() % pairs.len() as u64) as usize];
-                    f(field, value);
-                }
-            }
-            Repr::Table(t) => {
-                for _ in 0..count {
-                    match t.dict.random_uniform(&mut rng) {
-                        Some(pair) => f(pair.field(), pair.value()),
-                        None => return,
-                    }
-                }
-            }
-        }
-    }
-
-    /// A pair picked at random, given a random number.
-    pub fn random(&self, r: u64) -> Option<(&[u8], &[u8])> {
-        match &self.repr {
-            Repr::Pack(p) => {
-                let n = (p.len() / 2) as u64;
-                if n == 0 {
-                    return None;
-                }
-                let i = (r % n) as usize * 2;
-                Some((p.get(i)?, p.get(i + 1)?))
-            }
-            Repr::Table(t) => t.dict.random(r).map(|e| (e.field(), e.value())),
-        }
-    }
-
-    /// One step of HSCAN: calls `f` for some pairs and returns the next cursor (0 when
-    /// done). A packed hash is returned whole, with cursor 0, as Redis does.
-    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], &[u8])) -> u64 {
-        match &self.repr {
-            Repr::Pack(p) => {
-                for (field, value) in pack_pairs(p) {
-                    f(field, value);
-                }
-                0
-            }
-            Repr::Table(t) => t.dict.scan(cursor, |e| f(e.field(), e.value())),
-        }
+    /// One step of HSCAN (see [`HashRef::scan`]).
+    pub fn scan(&self, cursor: u64, f: impl FnMut(&[u8], &[u8])) -> u64 {
+        self.as_ref().scan(cursor, f)
     }
 
     /// Turns a packed hash into a hashtable.
     fn convert(&mut self) {
         let Repr::Pack(p) = &self.repr else { return };
         let mut table = Box::new(Table::new());
-        for (field, value) in pack_pairs(p) {
+        for (field, value) in pack_pairs(p.as_bytes()) {
             table.insert(field, value);
         }
         self.repr = Repr::Table(table);
@@ -371,20 +520,7 @@ impl Hash {
 impl Clone for Hash {
     /// A copy in the same encoding (COPY keeps it, as Redis does).
     fn clone(&self) -> Hash {
-        match &self.repr {
-            Repr::Pack(p) => Hash {
-                repr: Repr::Pack(p.clone()),
-            },
-            Repr::Table(t) => {
-                let mut table = Box::new(Table::new());
-                for e in t.dict.iter() {
-                    table.insert(e.field(), e.value());
-                }
-                Hash {
-                    repr: Repr::Table(table),
-                }
-            }
-        }
+        self.as_ref().to_owned()
     }
 }
 
@@ -397,13 +533,7 @@ impl PartialEq for Hash {
 
 impl fmt::Debug for Hash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Hash({}) ", self.encoding())?;
-        f.debug_map()
-            .entries(
-                self.iter()
-                    .map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v))),
-            )
-            .finish()
+        self.as_ref().fmt(f)
     }
 }
 
@@ -576,7 +706,7 @@ mod tests {
                     if cursor == 0 { break; }
                 }
                 prop_assert_eq!(&scanned, &m);
-                if let Some((f, v)) = h.random(12345) {
+                if let Some((f, v)) = h.as_ref().random(12345) {
                     prop_assert_eq!(m.get(f).map(Vec::as_slice), Some(v));
                 }
             }

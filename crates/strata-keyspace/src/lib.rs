@@ -36,8 +36,8 @@ pub mod zset;
 
 pub use compact::CompactBytes;
 pub use db::{Db, Detached, EventFlags, KeyEvent, Ttl};
-pub use entry::Entry;
-pub use hash::Hash;
+pub use entry::{Entry, HashMut};
+pub use hash::{Hash, HashRef};
 pub use keyspace::{Keyspace, Shard, ShardStats};
 pub use list::List;
 pub use set::Set;

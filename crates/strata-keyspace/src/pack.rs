@@ -214,7 +214,7 @@ pub(crate) fn write_varint(out: &mut [u8], mut n: usize) -> usize {
 }
 
 /// Reads a LEB128 varint at `at`; returns (value, bytes used).
-fn read_varint(buf: &[u8], at: usize) -> (usize, usize) {
+pub(crate) fn read_varint(buf: &[u8], at: usize) -> (usize, usize) {
     let mut n = 0usize;
     let mut shift = 0;
     let mut i = at;
@@ -712,6 +712,53 @@ impl<F: Frame> Pack<F> {
             back: self.bytes_len(),
             remaining: self.count.get(),
         }
+    }
+}
+
+impl ForwardPack {
+    /// The encoded elements, which [`ForwardPack::from_bytes`] takes back.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// A pack holding `bytes`, elements encoded as [`ForwardPack::as_bytes`] gives
+    /// them (the framing is trusted: the bytes come from a pack).
+    pub fn from_bytes(bytes: &[u8]) -> ForwardPack {
+        Pack {
+            buf: bytes.into(),
+            count: Walked,
+        }
+    }
+}
+
+/// The elements of a forward pack's bytes ([`ForwardPack::as_bytes`]), front to
+/// back, read where they lie (a hash's entry holds them, see `entry::Entry`).
+#[derive(Clone)]
+pub struct Elements<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Elements<'a> {
+    #[inline]
+    pub fn new(data: &'a [u8]) -> Elements<'a> {
+        Elements { data, at: 0 }
+    }
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.at >= self.data.len() {
+            return None;
+        }
+        let (n, h) = read_varint(self.data, self.at);
+        let start = self.at + h;
+        self.at = start + n;
+        Some(&self.data[start..start + n])
     }
 }
 

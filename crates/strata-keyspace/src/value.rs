@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::compact::INLINE_CAPACITY;
-use crate::hash::Hash;
+use crate::hash::{Hash, HashRef};
 use crate::list::List;
 use crate::set::Set;
 use crate::zset::ZSet;
@@ -306,7 +306,7 @@ pub enum ValueRef<'a> {
     Str(StrRef<'a>),
     List(&'a List),
     ZSet(&'a ZSet),
-    Hash(&'a Hash),
+    Hash(HashRef<'a>),
     Set(&'a Set),
     Cold(&'a Cold),
 }
@@ -318,7 +318,7 @@ impl<'a> From<&'a Value> for ValueRef<'a> {
             Value::Str(s) => ValueRef::Str(s.as_ref()),
             Value::List(l) => ValueRef::List(l),
             Value::ZSet(z) => ValueRef::ZSet(z),
-            Value::Hash(h) => ValueRef::Hash(h),
+            Value::Hash(h) => ValueRef::Hash(h.as_ref()),
             Value::Set(s) => ValueRef::Set(s),
             Value::Cold(c) => ValueRef::Cold(c),
         }
@@ -384,7 +384,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(s) => Value::Str(s.to_owned()),
             ValueRef::List(l) => Value::List(Box::new(l.clone())),
             ValueRef::ZSet(z) => Value::ZSet(z.clone()),
-            ValueRef::Hash(h) => Value::Hash(h.clone()),
+            ValueRef::Hash(h) => Value::Hash(h.to_owned()),
             ValueRef::Set(s) => Value::Set(s.clone()),
             ValueRef::Cold(c) => Value::Cold(c.clone()),
         }
@@ -423,7 +423,7 @@ impl<'a> ValueRef<'a> {
     }
 
     /// The hash, if this is a hash value.
-    pub fn as_hash(self) -> Option<&'a Hash> {
+    pub fn as_hash(self) -> Option<HashRef<'a>> {
         match self {
             ValueRef::Hash(h) => Some(h),
             _ => None,
@@ -662,7 +662,7 @@ impl Value {
     }
 
     /// The hash, if this is a hash value.
-    pub fn as_hash(&self) -> Option<&Hash> {
+    pub fn as_hash(&self) -> Option<HashRef<'_>> {
         self.as_ref().as_hash()
     }
 

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use strata_keyspace::{Hash, Value};
+use strata_keyspace::{HashMut, HashRef, Value};
 use strata_resp::ReplyWriter;
 
 use crate::ctx::{Ctx, Keys};
@@ -208,15 +208,27 @@ pub const COMMANDS: &[Command] = &[
 ];
 
 /// The hash at `key` for a read (counting a hit or a miss); WRONGTYPE for another type.
-fn read<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a Hash>, CmdError> {
+fn read<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<HashRef<'a>>, CmdError> {
     match keys.read(key) {
         None => Ok(None),
         Some(e) => e.value().as_hash().map(Some).ok_or(CmdError::WrongType),
     }
 }
 
+/// The hash at `key`, if it exists, read on the way to a write (not counted as a
+/// hit or a miss); WRONGTYPE for another type.
+fn peek<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<HashRef<'a>>, CmdError> {
+    match keys.get(key) {
+        None => Ok(None),
+        Some(e) => {
+            let e: &'a _ = e;
+            e.value().as_hash().map(Some).ok_or(CmdError::WrongType)
+        }
+    }
+}
+
 /// The hash at `key` for a write, if it exists; WRONGTYPE for another type.
-fn get<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a mut Hash>, CmdError> {
+fn get<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<HashMut<'a>>, CmdError> {
     match keys.get(key) {
         None => Ok(None),
         Some(e) => e.as_hash_mut().map(Some).ok_or(CmdError::WrongType),
@@ -225,7 +237,7 @@ fn get<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<Option<&'a mut Hash>, CmdEr
 
 /// The hash at `key` for a write, created empty if absent: the caller must add a
 /// field before it returns.
-fn get_or_create<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<&'a mut Hash, CmdError> {
+fn get_or_create<'a>(keys: &'a mut Keys, key: &[u8]) -> Result<HashMut<'a>, CmdError> {
     let now = keys.now_ms;
     let no_touch = keys.no_touch;
     let (hash, db) = keys.db_for(key);
@@ -243,12 +255,13 @@ fn hset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let key = args[1];
     let limits = ctx.server.encoding_limits();
-    let h = get_or_create(ctx.keys, key)?;
-    h.fit(args[2..].iter().copied(), &limits);
+    let mut h = get_or_create(ctx.keys, key)?;
+    h.fit(&args[2..], &limits);
     let created = args[2..]
         .chunks_exact(2)
         .filter(|pair| h.insert(pair[0], pair[1], &limits))
         .count();
+    drop(h);
     ctx.keys.changed(key, "hset");
     if ctx.cmd.name == "hmset" {
         ctx.out.ok();
@@ -261,13 +274,14 @@ fn hset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn hsetnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (key, field, value) = (args[1], args[2], args[3]);
     let limits = ctx.server.encoding_limits();
-    let h = get_or_create(ctx.keys, key)?;
-    if h.contains(field) {
+    if peek(ctx.keys, key)?.is_some_and(|h| h.contains(field)) {
         ctx.out.integer(0);
         return Ok(());
     }
-    h.fit([field, value], &limits);
+    let mut h = get_or_create(ctx.keys, key)?;
+    h.fit(&[field, value], &limits);
     h.insert(field, value, &limits);
+    drop(h);
     ctx.keys.changed(key, "hset");
     ctx.out.integer(1);
     Ok(())
@@ -295,7 +309,7 @@ fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
-    let Some(h) = get(ctx.keys, key)? else {
+    let Some(mut h) = get(ctx.keys, key)? else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -309,6 +323,7 @@ fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     let emptied = h.is_empty();
+    drop(h);
     if deleted > 0 {
         ctx.keys.changed(key, "hdel");
         if emptied {
@@ -321,7 +336,7 @@ fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 fn hlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let n = read(ctx.keys, args[1])?.map_or(0, Hash::len);
+    let n = read(ctx.keys, args[1])?.map_or(0, HashRef::len);
     ctx.out.integer(n as i64);
     Ok(())
 }
@@ -350,13 +365,13 @@ enum Parts {
 
 fn getall_generic(ctx: &mut Ctx, key: &[u8], parts: Parts) -> CmdResult {
     let h = read(ctx.keys, key)?;
-    let len = h.map_or(0, Hash::len);
+    let len = h.map_or(0, HashRef::len);
     if parts == Parts::Both {
         ctx.out.map(len);
     } else {
         ctx.out.array(len);
     }
-    for (field, value) in h.into_iter().flat_map(Hash::iter) {
+    for (field, value) in h.into_iter().flat_map(HashRef::iter) {
         if parts != Parts::Values {
             ctx.out.bulk(field);
         }
@@ -382,7 +397,7 @@ fn hvals(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn hincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (key, field) = (args[1], args[2]);
     let by = parse::int(args[3])?;
-    let current = match get(ctx.keys, key)?.and_then(|h| h.get(field)) {
+    let current = match peek(ctx.keys, key)?.and_then(|h| h.get(field)) {
         None => 0,
         Some(v) => strata_keyspace::value::parse_canonical_i64(v)
             .ok_or_else(|| CmdError::err("hash value is not an integer"))?,
@@ -402,7 +417,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if !by.is_finite() {
         return Err(CmdError::err("value is NaN or Infinity"));
     }
-    let current = match get(ctx.keys, key)?.and_then(|h| h.get(field)) {
+    let current = match peek(ctx.keys, key)?.and_then(|h| h.get(field)) {
         None => LongDouble::from_i64(0),
         Some(v) => {
             LongDouble::parse(v).ok_or_else(|| CmdError::err("hash value is not a float"))?

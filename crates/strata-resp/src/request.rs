@@ -422,7 +422,7 @@ impl RequestParser {
             let from = self.scanned.max(self.pos);
             let found = buf
                 .get(from..)
-                .and_then(|rest| memchr::memchr2(end, 0, rest))
+                .and_then(|rest| find_end_or_nul(end, rest))
                 .map(|offset| from + offset);
             match found {
                 Some(at) if buf.get(at) == Some(&0) => {
@@ -445,6 +445,21 @@ impl RequestParser {
             Line::Pending
         }
     }
+}
+
+/// The offset of the first `end` or NUL byte in `rest`. Header lines (`*3`, `$5`)
+/// are a few bytes long: a plain loop finds their end in a few instructions, where
+/// `memchr2`'s vector setup costs some fifty per call (a pipelined GET has three
+/// such lines); longer lines (inline commands) go to `memchr2`.
+#[inline]
+fn find_end_or_nul(end: u8, rest: &[u8]) -> Option<usize> {
+    const SHORT: usize = 16;
+    let head = rest.get(..SHORT).unwrap_or(rest);
+    if let Some(at) = head.iter().position(|&b| b == end || b == 0) {
+        return Some(at);
+    }
+    let tail = rest.get(SHORT..)?;
+    memchr::memchr2(end, 0, tail).map(|at| SHORT + at)
 }
 
 impl Default for RequestParser {
@@ -555,6 +570,19 @@ mod tests {
 
     fn v(args: &[&[u8]]) -> Vec<Vec<u8>> {
         args.iter().map(|a| a.to_vec()).collect()
+    }
+
+    #[test]
+    fn line_ends_are_found_on_both_sides_of_the_short_scan() {
+        for len in 0..40 {
+            let mut line = vec![b'7'; len];
+            assert_eq!(find_end_or_nul(b'\r', &line), None, "{len}");
+            line.extend_from_slice(b"\r\n\0");
+            assert_eq!(find_end_or_nul(b'\r', &line), Some(len), "{len}");
+            line[len] = 0;
+            assert_eq!(find_end_or_nul(b'\r', &line), Some(len), "{len}");
+            assert_eq!(find_end_or_nul(b'\n', &line), Some(len), "{len}");
+        }
     }
 
     #[test]

@@ -308,15 +308,21 @@ impl RequestParser {
         loop {
             match self.state {
                 State::MultibulkCount => {
-                    let cr = match self.find_line_end(buf, b'\r') {
-                        Line::Found(cr) => cr,
-                        Line::Pending => return Ok(Parsed::Incomplete { hint: None }),
-                        Line::TooLong => return Err(ProtocolError::MultibulkCountTooBig),
+                    let (count, cr) = match quick_number(buf, self.pos + 1) {
+                        Some(found) => found,
+                        None => {
+                            let cr = match self.find_line_end(buf, b'\r') {
+                                Line::Found(cr) => cr,
+                                Line::Pending => return Ok(Parsed::Incomplete { hint: None }),
+                                Line::TooLong => return Err(ProtocolError::MultibulkCountTooBig),
+                            };
+                            let count = buf
+                                .get(self.pos + 1..cr)
+                                .and_then(parse_i64)
+                                .ok_or(ProtocolError::InvalidMultibulkLength)?;
+                            (count, cr)
+                        }
                     };
-                    let count = buf
-                        .get(self.pos + 1..cr)
-                        .and_then(parse_i64)
-                        .ok_or(ProtocolError::InvalidMultibulkLength)?;
                     if count > to_i64(self.limits.max_multibulk_len) {
                         return Err(ProtocolError::InvalidMultibulkLength);
                     }
@@ -333,20 +339,30 @@ impl RequestParser {
                     self.state = State::BulkLength { remaining };
                 }
                 State::BulkLength { remaining } => {
-                    let cr = match self.find_line_end(buf, b'\r') {
-                        Line::Found(cr) => cr,
-                        Line::Pending => return Ok(Parsed::Incomplete { hint: None }),
-                        Line::TooLong => return Err(ProtocolError::BulkCountTooBig),
+                    let quick = match buf.get(self.pos) {
+                        Some(b'$') => quick_number(buf, self.pos + 1),
+                        _ => None,
                     };
-                    match buf.get(self.pos) {
-                        Some(b'$') => {}
-                        Some(&other) => return Err(ProtocolError::ExpectedDollar(other)),
-                        None => return Ok(Parsed::Incomplete { hint: None }),
-                    }
-                    let len = buf
-                        .get(self.pos + 1..cr)
-                        .and_then(parse_i64)
-                        .ok_or(ProtocolError::InvalidBulkLength)?;
+                    let (len, cr) = match quick {
+                        Some(found) => found,
+                        None => {
+                            let cr = match self.find_line_end(buf, b'\r') {
+                                Line::Found(cr) => cr,
+                                Line::Pending => return Ok(Parsed::Incomplete { hint: None }),
+                                Line::TooLong => return Err(ProtocolError::BulkCountTooBig),
+                            };
+                            match buf.get(self.pos) {
+                                Some(b'$') => {}
+                                Some(&other) => return Err(ProtocolError::ExpectedDollar(other)),
+                                None => return Ok(Parsed::Incomplete { hint: None }),
+                            }
+                            let len = buf
+                                .get(self.pos + 1..cr)
+                                .and_then(parse_i64)
+                                .ok_or(ProtocolError::InvalidBulkLength)?;
+                            (len, cr)
+                        }
+                    };
                     if len < 0 || len > to_i64(self.limits.max_bulk_len) {
                         return Err(ProtocolError::InvalidBulkLength);
                     }
@@ -445,6 +461,30 @@ impl RequestParser {
             Line::Pending
         }
     }
+}
+
+/// The number of a header line (`*3`, `$5`) whose digits start at `from`, and where
+/// its `\r` is, read in one pass when the line is plain: one to eighteen digits
+/// without a leading zero, then `\r` and at least one more byte. That is what the
+/// general path ([`RequestParser::find_line_end`] then [`parse_i64`]) finds for such
+/// a line; `None` leaves every other line (signs, zeros, long or partial lines, bad
+/// bytes) to it.
+#[inline]
+fn quick_number(buf: &[u8], from: usize) -> Option<(i64, usize)> {
+    let digits = buf.get(from..)?;
+    let mut n: i64 = 0;
+    for (i, &b) in digits.iter().enumerate().take(19) {
+        if b.is_ascii_digit() {
+            if i == 18 {
+                return None;
+            }
+            n = n * 10 + i64::from(b - b'0');
+            continue;
+        }
+        let plain = b == b'\r' && i > 0 && (i == 1 || digits.first() != Some(&b'0'));
+        return (plain && from + i + 1 < buf.len()).then_some((n, from + i));
+    }
+    None
 }
 
 /// The offset of the first `end` or NUL byte in `rest`. Header lines (`*3`, `$5`)
@@ -570,6 +610,74 @@ mod tests {
 
     fn v(args: &[&[u8]]) -> Vec<Vec<u8>> {
         args.iter().map(|a| a.to_vec()).collect()
+    }
+
+    /// The quick path reads exactly what the general one does, or leaves the line
+    /// to it.
+    #[test]
+    fn quick_numbers_agree_with_the_general_path() {
+        let general = |line: &[u8]| -> Option<(i64, usize)> {
+            let cr = line.iter().position(|&b| b == b'\r' || b == 0)?;
+            (line[cr] == b'\r' && cr + 1 < line.len())
+                .then(|| parse_i64(&line[1..cr]).map(|n| (n, cr)))
+                .flatten()
+        };
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        for digits in [
+            "",
+            "0",
+            "00",
+            "01",
+            "7",
+            "10",
+            "-1",
+            "-0",
+            "+1",
+            "1a",
+            "12 ",
+            "999999999999999999",
+            "1000000000000000000",
+            "9223372036854775807",
+            "99999999999999999999",
+        ] {
+            for tail in ["", "\r", "\r\n", "\n", "\0\r\n", "\rx"] {
+                lines.push(format!("${digits}{tail}").into_bytes());
+            }
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = 1 + (seed % 24) as usize;
+            let alphabet = b"0123456789\r\n-$\0";
+            let mut line: Vec<u8> = (0..len)
+                .map(|i| alphabet[((seed >> (i * 2 % 60)) as usize + i) % alphabet.len()])
+                .collect();
+            // The parser reads a number only after its line's `$` or `*`.
+            line[0] = b'$';
+            lines.push(line);
+        }
+        let mut quick = 0;
+        for line in &lines {
+            if let Some(found) = quick_number(line, 1) {
+                let text = String::from_utf8_lossy(line);
+                assert_eq!(Some(found), general(line), "{text:?}");
+                quick += 1;
+            }
+        }
+        assert!(quick > 500, "{quick} lines took the quick path");
+        assert_eq!(quick_number(b"$3\r\n", 1), Some((3, 2)));
+        assert_eq!(
+            quick_number(b"*999999999999999999\r\n", 1),
+            Some((999_999_999_999_999_999, 19))
+        );
+        assert_eq!(quick_number(b"$1000000000000000000\r\n", 1), None);
+        assert_eq!(
+            quick_number(b"$3\r", 1),
+            None,
+            "the byte after \\r must be there"
+        );
     }
 
     #[test]

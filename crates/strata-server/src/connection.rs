@@ -13,9 +13,11 @@
 //! client that stopped reading can still be closed when it passes its output-buffer
 //! limit, and its pending output is dropped with it.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
@@ -26,8 +28,6 @@ use strata_commands::tiered::ColdKey;
 use strata_commands::{ClientInfo, ConnState};
 use strata_resp::request::{Limits, Parsed, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-use tokio::sync::Notify;
 
 use crate::blocking::Waiter;
 use crate::state::{ServerState, unix_ms};
@@ -44,10 +44,54 @@ const RESERVE_AHEAD: usize = 1 << 20;
 /// Replies are flushed mid-batch once this much is pending.
 const FLUSH_AT: usize = 1 << 20;
 
+/// Wakes a connection's task when another client leaves it mail, kills it, or the
+/// server shuts down: `tokio::sync::Notify`'s one-permit `notify_one` for the one
+/// task that waits, which registers its waker once rather than queueing a waiter on
+/// every wait (that cost some 270 instructions of an unpipelined request).
+#[derive(Default)]
+struct Wakeup {
+    /// A wake-up not yet seen by a wait (the permit).
+    pending: AtomicBool,
+    /// The waker of the connection's task, once it has waited.
+    waker: parking_lot::Mutex<Option<Waker>>,
+}
+
+impl Wakeup {
+    /// Wakes the task's current or next wait.
+    fn notify_one(&self) {
+        self.pending.store(true, Ordering::Release);
+        if let Some(w) = &*self.waker.lock() {
+            w.wake_by_ref();
+        }
+    }
+
+    /// Completes once a wake-up is pending, taking it.
+    fn notified(&self) -> impl Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            if self.pending.swap(false, Ordering::Acquire) {
+                return Poll::Ready(());
+            }
+            {
+                let mut waker = self.waker.lock();
+                match &mut *waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    slot => *slot = Some(cx.waker().clone()),
+                }
+            }
+            // A wake-up between the check above and the waker's registration.
+            if self.pending.swap(false, Ordering::Acquire) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+    }
+}
+
 /// Serves one accepted connection until it closes.
 pub async fn serve(state: Arc<ServerState>, stream: Stream, peer: SocketAddr, local: SocketAddr) {
     let id = state.next_client_id();
-    let wake = Arc::new(Notify::new());
+    let wake = Arc::new(Wakeup::default());
     let waker = wake.clone();
     let fd = stream.fd();
     let info = Arc::new(ClientInfo::new(
@@ -96,7 +140,7 @@ async fn run(
     state: &Arc<ServerState>,
     stream: &mut Stream,
     conn: &mut ConnState,
-    wake: Arc<Notify>,
+    wake: Arc<Wakeup>,
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let info = conn.info.clone();
@@ -555,7 +599,7 @@ fn run_request<'a>(
 struct Park<'a> {
     state: &'a ServerState,
     info: &'a ClientInfo,
-    wake: &'a Notify,
+    wake: &'a Wakeup,
     shutdown: &'a mut tokio::sync::watch::Receiver<bool>,
 }
 
@@ -711,7 +755,7 @@ async fn deliver_mail(
     state: &ServerState,
     stream: &mut Stream,
     info: &ClientInfo,
-    wake: &Notify,
+    wake: &Wakeup,
     out: &mut Vec<u8>,
 ) -> std::io::Result<bool> {
     if info.is_killed() {
@@ -729,7 +773,7 @@ async fn flush(
     state: &ServerState,
     stream: &mut Stream,
     info: &ClientInfo,
-    wake: &Notify,
+    wake: &Wakeup,
     out: &mut Vec<u8>,
 ) -> std::io::Result<bool> {
     let mut written = 0;

@@ -1029,10 +1029,12 @@ impl<'a> HashMut<'a> {
 
     /// [`Hash::fit`] for the fields and values about to be set.
     pub fn fit(&mut self, args: &[&[u8]], limits: &EncodingLimits) {
-        // An entry's pack is at most `HASH_PACK_MAX` bytes: only a long argument
-        // makes it convert (the sum of short ones stays far below Redis's limit).
+        // An entry's pack is at most `HASH_PACK_MAX` bytes, and arguments that add
+        // up to more would move it out anyway: those, and a long argument, go to
+        // `Hash::fit`; short ones cannot make it convert.
         let max = limits.hash_max_listpack_value;
-        if !self.in_entry() || args.iter().any(|a| a.len() as u64 > max) {
+        let sum: usize = args.iter().map(|a| a.len()).sum();
+        if !self.in_entry() || sum > HASH_PACK_MAX || args.iter().any(|a| a.len() as u64 > max) {
             self.hash().fit(args.iter().copied(), limits);
         }
     }
@@ -1384,17 +1386,26 @@ mod tests {
             };
             let mut key = vec![b'k'; key_len];
             let mut model = std::collections::BTreeMap::new();
+            // The same changes on a `Hash` of its own: encodings must agree.
+            let mut plain = Hash::default();
             let mut e = Entry::new(&key, Value::Hash(Hash::default()), 0);
             for (op, field, len) in ops {
                 let field = format!("f{field}").into_bytes();
                 match op {
                     0 | 1 => {
+                        // As HSET: fit the arguments, then set.
                         let value = vec![b'v'; len];
-                        let new = e.as_hash_mut().unwrap().insert(&field, &value, &limits);
+                        let mut h = e.as_hash_mut().unwrap();
+                        h.fit(&[&field, &value], &limits);
+                        let new = h.insert(&field, &value, &limits);
+                        drop(h);
+                        plain.fit([&field[..], &value[..]], &limits);
+                        plain.insert(&field, &value, &limits);
                         proptest::prop_assert_eq!(new, model.insert(field, value).is_none());
                     }
                     2 => {
                         let gone = e.as_hash_mut().unwrap().remove(&field);
+                        plain.remove(&field);
                         proptest::prop_assert_eq!(gone, model.remove(&field).is_some());
                     }
                     _ => {
@@ -1406,6 +1417,7 @@ mod tests {
                 if e.value().encoding() == "listpack" {
                     proptest::prop_assert!(model.len() as u64 <= max_entries);
                 }
+                proptest::prop_assert_eq!(e.value().encoding(), plain.encoding());
                 let want: Vec<_> = model.iter().map(|(f, v)| (f.clone(), v.clone())).collect();
                 proptest::prop_assert_eq!(hash_pairs(&e), want);
             }

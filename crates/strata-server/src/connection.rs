@@ -60,8 +60,10 @@ impl Wakeup {
     /// Wakes the task's current or next wait.
     fn notify_one(&self) {
         self.pending.store(true, Ordering::Release);
-        if let Some(w) = &*self.waker.lock() {
-            w.wake_by_ref();
+        // Woken outside the lock, which the task's next wait takes.
+        let waker = self.waker.lock().clone();
+        if let Some(w) = waker {
+            w.wake();
         }
     }
 
@@ -989,5 +991,32 @@ mod tests {
         let before = allocations();
         c.run(b"*3\r\n$3\r\nSET\r\n$8\r\nnew-key1\r\n$1\r\nv\r\n");
         assert!(allocations() > before);
+    }
+
+    /// A wake-up before the wait is kept (one, however many came), one during the
+    /// wait ends it, and a wait without one stays pending.
+    #[test]
+    fn a_wakeup_is_kept_until_a_wait_takes_it() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let wake = Arc::new(Wakeup::default());
+            wake.notify_one();
+            wake.notify_one();
+            wake.notified().await;
+            let quiet = tokio::time::timeout(Duration::from_millis(50), wake.notified()).await;
+            assert!(quiet.is_err(), "two wake-ups before a wait count once");
+            for _ in 0..200 {
+                let other = wake.clone();
+                let thread = std::thread::spawn(move || other.notify_one());
+                tokio::time::timeout(Duration::from_secs(10), wake.notified())
+                    .await
+                    .expect("a wake-up from another thread ends the wait");
+                thread.join().unwrap();
+            }
+        });
     }
 }

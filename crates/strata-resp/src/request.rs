@@ -308,20 +308,14 @@ impl RequestParser {
         loop {
             match self.state {
                 State::MultibulkCount => {
-                    let (count, cr) = match quick_number(buf, self.pos + 1) {
-                        Some(found) => found,
-                        None => {
-                            let cr = match self.find_line_end(buf, b'\r') {
-                                Line::Found(cr) => cr,
-                                Line::Pending => return Ok(Parsed::Incomplete { hint: None }),
-                                Line::TooLong => return Err(ProtocolError::MultibulkCountTooBig),
-                            };
-                            let count = buf
-                                .get(self.pos + 1..cr)
-                                .and_then(parse_i64)
-                                .ok_or(ProtocolError::InvalidMultibulkLength)?;
-                            (count, cr)
-                        }
+                    let Some((count, cr)) = self.header(
+                        buf,
+                        b'*',
+                        ProtocolError::MultibulkCountTooBig,
+                        ProtocolError::InvalidMultibulkLength,
+                    )?
+                    else {
+                        return Ok(Parsed::Incomplete { hint: None });
                     };
                     if count > to_i64(self.limits.max_multibulk_len) {
                         return Err(ProtocolError::InvalidMultibulkLength);
@@ -339,29 +333,14 @@ impl RequestParser {
                     self.state = State::BulkLength { remaining };
                 }
                 State::BulkLength { remaining } => {
-                    let quick = match buf.get(self.pos) {
-                        Some(b'$') => quick_number(buf, self.pos + 1),
-                        _ => None,
-                    };
-                    let (len, cr) = match quick {
-                        Some(found) => found,
-                        None => {
-                            let cr = match self.find_line_end(buf, b'\r') {
-                                Line::Found(cr) => cr,
-                                Line::Pending => return Ok(Parsed::Incomplete { hint: None }),
-                                Line::TooLong => return Err(ProtocolError::BulkCountTooBig),
-                            };
-                            match buf.get(self.pos) {
-                                Some(b'$') => {}
-                                Some(&other) => return Err(ProtocolError::ExpectedDollar(other)),
-                                None => return Ok(Parsed::Incomplete { hint: None }),
-                            }
-                            let len = buf
-                                .get(self.pos + 1..cr)
-                                .and_then(parse_i64)
-                                .ok_or(ProtocolError::InvalidBulkLength)?;
-                            (len, cr)
-                        }
+                    let Some((len, cr)) = self.header(
+                        buf,
+                        b'$',
+                        ProtocolError::BulkCountTooBig,
+                        ProtocolError::InvalidBulkLength,
+                    )?
+                    else {
+                        return Ok(Parsed::Incomplete { hint: None });
                     };
                     if len < 0 || len > to_i64(self.limits.max_bulk_len) {
                         return Err(ProtocolError::InvalidBulkLength);
@@ -422,6 +401,41 @@ impl RequestParser {
             self.args_in = ArgsIn::Scratch;
             Ok(Parsed::Complete { consumed })
         }
+    }
+
+    /// The number of the header line at `pos`, which starts with `kind` (`*` or
+    /// `$`), and where its `\r` is; `None` until the line is complete. A plain line
+    /// is read in one pass ([`quick_number`]); any other goes the general way: find
+    /// its end (`too_long` past the limit), check its first byte (a multibulk
+    /// count's is `*` by construction), parse its number (`invalid` if it is not
+    /// one).
+    fn header(
+        &mut self,
+        buf: &[u8],
+        kind: u8,
+        too_long: ProtocolError,
+        invalid: ProtocolError,
+    ) -> Result<Option<(i64, usize)>, ProtocolError> {
+        if buf.get(self.pos) == Some(&kind)
+            && let Some(found) = quick_number(buf, self.pos + 1)
+        {
+            return Ok(Some(found));
+        }
+        let cr = match self.find_line_end(buf, b'\r') {
+            Line::Found(cr) => cr,
+            Line::Pending => return Ok(None),
+            Line::TooLong => return Err(too_long),
+        };
+        match buf.get(self.pos) {
+            Some(&b) if b == kind => {}
+            Some(&other) => return Err(ProtocolError::ExpectedDollar(other)),
+            None => return Ok(None),
+        }
+        let n = buf
+            .get(self.pos + 1..cr)
+            .and_then(parse_i64)
+            .ok_or(invalid)?;
+        Ok(Some((n, cr)))
     }
 
     /// Starts the search for a new line end at `pos`.

@@ -16,7 +16,7 @@
 
 use smallvec::SmallVec;
 use strata_keyspace::serialize;
-use strata_keyspace::{Db, Value, ValueRef};
+use strata_keyspace::{Db, Value};
 
 /// How a command's change to a key is best logged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -415,12 +415,7 @@ fn kinds_of(
             .collect();
     }
     // O(1) per command, whatever the value's size.
-    let value_size = match entry.value() {
-        ValueRef::Str(s) => s.len(),
-        // A small hash's bytes may be in its entry, not on the heap beside it.
-        ValueRef::Hash(h) if h.is_packed() => h.packed_len(),
-        other => other.heap_size_quick(),
-    } + 1;
+    let value_size = entry.value().size_quick() + 1;
     // An operation on a key the database lists no records of costs a tombstone too
     // (see `record_for`), and the key's records become a chain, listed by key bytes;
     // the whole value is one record that the key's table slot lists in place.

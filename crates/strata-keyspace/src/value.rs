@@ -465,10 +465,14 @@ impl<'a> ValueRef<'a> {
         }
     }
 
-    /// [`ValueRef::heap_size`] in O(1), for a decision per command: exact but for a
-    /// big sorted set, whose tree nodes are not counted (summing them walks the tree).
-    pub fn heap_size_quick(self) -> usize {
+    /// The bytes the value holds wherever they are (in its entry or beside it), in
+    /// O(1), for a decision per command: a string's length, a packed hash's pack,
+    /// else [`ValueRef::heap_size`] but for a big sorted set's tree nodes, which are
+    /// not counted (summing them walks the tree).
+    pub fn size_quick(self) -> usize {
         match self {
+            ValueRef::Str(s) => s.len(),
+            ValueRef::Hash(h) if h.is_packed() => h.packed_len(),
             ValueRef::ZSet(z) => z.heap_size_quick(),
             other => other.heap_size(),
         }

@@ -58,7 +58,7 @@ use crate::EncodingLimits;
 use crate::access;
 use crate::compact::INLINE_CAPACITY;
 use crate::dict::DictEntry;
-use crate::hash::{Hash, HashRef};
+use crate::hash::{Hash, HashRef, find_packed_pair};
 use crate::list::List;
 use crate::logref::NarrowSlot;
 use crate::pack::{Elements, varint_len, write_varint};
@@ -176,14 +176,6 @@ unsafe fn read_varint(p: *const u8) -> (usize, usize) {
         }
         shift += 7;
     }
-}
-
-/// The pack element starting at `at` of `data`, and the offset just past it.
-#[inline]
-fn element(data: &[u8], at: usize) -> (&[u8], usize) {
-    let (n, h) = crate::pack::read_varint(data, at);
-    let start = at + h;
-    (&data[start..start + n], start + n)
 }
 
 /// An integer's bytes in an entry: zigzag LEB128 (one byte for -64..=63).
@@ -596,48 +588,41 @@ impl Entry {
         let parts = self.parts();
         let new_enc = varint_len(value.len()) + value.len();
         let data = self.value_bytes();
-        let (mut at, mut fields) = (0, 0u64);
-        while at < data.len() {
-            let (f, value_at) = element(data, at);
-            let end = element(data, value_at).1;
-            if f == field {
+        match find_packed_pair(data, field) {
+            Ok([_, value_at, end]) => {
                 // As Redis, an update converts too when the limit was lowered since.
-                let total = fields + 1 + Elements::new(&data[end..]).count() as u64 / 2;
+                let total = Elements::new(data).count() as u64 / 2;
                 let len = data.len() - (end - value_at) + new_enc;
                 if total > max_entries || !packs_hash(parts.key_len, len) {
                     return None;
                 }
                 let hole = self.splice(value_at, end - value_at, new_enc);
                 self.fill(hole, &[value]);
-                return Some(false);
+                Some(false)
             }
-            at = end;
-            fields += 1;
+            Err(fields) => {
+                let add = varint_len(field.len()) + field.len() + new_enc;
+                let len = data.len() + add;
+                if fields as u64 + 1 > max_entries || !packs_hash(parts.key_len, len) {
+                    return None;
+                }
+                let hole = self.splice(data.len(), 0, add);
+                self.fill(hole, &[field, value]);
+                Some(true)
+            }
         }
-        let add = varint_len(field.len()) + field.len() + new_enc;
-        if fields + 1 > max_entries || !packs_hash(parts.key_len, data.len() + add) {
-            return None;
-        }
-        let hole = self.splice(data.len(), 0, add);
-        self.fill(hole, &[field, value]);
-        Some(true)
     }
 
     /// Removes `field` from a `HASH_PACK` entry's pack, in place; whether it was
     /// there.
     fn pack_remove(&mut self, field: &[u8]) -> bool {
-        let data = self.value_bytes();
-        let mut at = 0;
-        while at < data.len() {
-            let (f, value_at) = element(data, at);
-            let end = element(data, value_at).1;
-            if f == field {
+        match find_packed_pair(self.value_bytes(), field) {
+            Ok([at, _, end]) => {
                 self.splice(at, end - at, 0);
-                return true;
+                true
             }
-            at = end;
+            Err(_) => false,
         }
-        false
     }
 
     /// Replaces `remove` bytes at offset `at` of a packed entry's value by a hole of

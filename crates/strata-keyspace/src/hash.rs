@@ -21,7 +21,7 @@ use std::fmt;
 
 use crate::dict::{Dict, DictEntry};
 use crate::pack::varint_len;
-use crate::pack::{Elements, ForwardPack as Pack};
+use crate::pack::{Elements, ForwardPack as Pack, element_at};
 use crate::{EncodingLimits, KeyHasher};
 
 /// The most bytes Redis lets a listpack grow to before it must become a hashtable
@@ -150,6 +150,23 @@ fn pack_lookup(pack: &Pack, field: &[u8]) -> Result<usize, usize> {
         if f == field {
             return Ok(2 * fields);
         }
+        fields += 1;
+    }
+    Err(fields)
+}
+
+/// Where `field` is in a packed hash's bytes: the offsets of its field, of its
+/// value and just past the value; or, if it is absent, the number of fields (one
+/// walk answers both).
+pub(crate) fn find_packed_pair(data: &[u8], field: &[u8]) -> Result<[usize; 3], usize> {
+    let (mut at, mut fields) = (0, 0);
+    while at < data.len() {
+        let (f, value_at) = element_at(data, at);
+        let end = element_at(data, value_at).1;
+        if f == field {
+            return Ok([at, value_at, end]);
+        }
+        at = end;
         fields += 1;
     }
     Err(fields)

@@ -213,8 +213,17 @@ pub(crate) fn write_varint(out: &mut [u8], mut n: usize) -> usize {
     at + 1
 }
 
+/// The element of `data` whose length starts at `at`, and the offset just past its
+/// bytes (its back size, with framing `Both`, follows).
+#[inline]
+pub(crate) fn element_at(data: &[u8], at: usize) -> (&[u8], usize) {
+    let (n, h) = read_varint(data, at);
+    let start = at + h;
+    (&data[start..start + n], start + n)
+}
+
 /// Reads a LEB128 varint at `at`; returns (value, bytes used).
-pub(crate) fn read_varint(buf: &[u8], at: usize) -> (usize, usize) {
+fn read_varint(buf: &[u8], at: usize) -> (usize, usize) {
     let mut n = 0usize;
     let mut shift = 0;
     let mut i = at;
@@ -337,14 +346,11 @@ impl<F: Frame> Pack<F> {
     /// or a walk from 0 reaches), and the offset just past it.
     #[inline]
     pub fn element_at(&self, at: usize) -> (&[u8], usize) {
-        let data = self.data();
-        let (n, h) = read_varint(data, at);
-        let start = at + h;
-        let end = start + n;
+        let (bytes, end) = element_at(self.data(), at);
         if Self::BACK {
-            (&data[start..end], end + varint_len(h + n))
+            (bytes, end + varint_len(end - at))
         } else {
-            (&data[start..end], end)
+            (bytes, end)
         }
     }
 
@@ -755,10 +761,9 @@ impl<'a> Iterator for Elements<'a> {
         if self.at >= self.data.len() {
             return None;
         }
-        let (n, h) = read_varint(self.data, self.at);
-        let start = self.at + h;
-        self.at = start + n;
-        Some(&self.data[start..start + n])
+        let (bytes, end) = element_at(self.data, self.at);
+        self.at = end;
+        Some(bytes)
     }
 }
 

@@ -6,8 +6,6 @@
 //! are all derived from it; adding a command is one entry next to its handler in the
 //! family module (`crate::families`).
 
-use std::collections::HashMap;
-
 use crate::ctx::Ctx;
 use crate::error::CmdResult;
 use crate::spec::{Acl, BeginSearch, FindKeys, Flags, Group, KeyFlags, KeySpec};
@@ -210,14 +208,15 @@ impl Command {
 
 /// Every command, looked up case-insensitively by name.
 pub struct Registry {
-    by_name: HashMap<Vec<u8>, &'static Command, foldhash::fast::RandomState>,
-    /// The same commands in an open-addressing table keyed by [`name_hash`], which
-    /// ignores case: a lookup hashes the name as it came and compares it ignoring
-    /// case, where the map needs a lowercased copy first (some 130 instructions of
-    /// a pipelined GET's 3,300). A power of two at most half full.
-    /// Each slot holds a name (lowercase, as `by_name` does: renamed commands are
-    /// found by their new name) and its command.
-    fast: Box<[Option<Named>]>,
+    /// Top-level commands by the name they are found by (lowercase; a renamed
+    /// command by its new name), in an open-addressing table keyed by
+    /// [`name_hash`], which ignores case: a lookup hashes the name as it came and
+    /// compares it ignoring case, where a map of lowercase names needs a lowercased
+    /// copy first (some 130 instructions of a pipelined GET's 3,300). A power of
+    /// two at most half full.
+    by_name: Box<[Option<Named>]>,
+    /// Number of top-level commands.
+    count: usize,
     /// Every command and subcommand, by id.
     all: Vec<&'static Command>,
 }
@@ -240,7 +239,7 @@ impl Registry {
     /// A registry of the given commands. Each entry is copied once, at start-up, into
     /// a `'static` allocation that carries its id (and, for subcommands, its parent).
     pub fn new(commands: &[&'static [Command]]) -> Registry {
-        let mut by_name = HashMap::default();
+        let mut names: Vec<Named> = Vec::new();
         let mut all: Vec<&'static Command> = Vec::new();
         for family in commands {
             for cmd in family.iter() {
@@ -261,21 +260,25 @@ impl Registry {
                     id,
                     ..*cmd
                 }));
-                by_name.insert(cmd.name.as_bytes().to_vec(), cmd);
+                names.push((cmd.name.as_bytes().into(), cmd));
                 all.push(cmd);
                 all.extend(subs.iter());
             }
         }
-        let fast = fast_table(&by_name);
-        Registry { by_name, fast, all }
+        let count = names.len();
+        Registry {
+            by_name: name_table(names),
+            count,
+            all,
+        }
     }
 
     /// The command called `name` (any case).
     #[inline]
     pub fn get(&self, name: &[u8]) -> Option<&'static Command> {
-        let mask = self.fast.len() - 1;
+        let mask = self.by_name.len() - 1;
         let mut i = name_hash(name) as usize & mask;
-        while let Some((key, cmd)) = &self.fast[i] {
+        while let Some((key, cmd)) = &self.by_name[i] {
             if key.eq_ignore_ascii_case(name) {
                 return Some(cmd);
             }
@@ -294,16 +297,16 @@ impl Registry {
 
     /// Top-level commands, in no particular order.
     pub fn commands(&self) -> impl Iterator<Item = &'static Command> + '_ {
-        self.by_name.values().copied()
+        self.by_name.iter().flatten().map(|&(_, cmd)| cmd)
     }
 
     /// Number of top-level commands (COMMAND COUNT).
     pub fn len(&self) -> usize {
-        self.by_name.len()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        self.count == 0
     }
 
     /// Number of ids handed out.
@@ -318,32 +321,38 @@ impl Registry {
 
     /// Removes a command (rename-command with an empty name) or renames it.
     pub fn rename(&mut self, from: &str, to: &str) -> bool {
-        let Some(cmd) = self.by_name.remove(from.to_ascii_lowercase().as_bytes()) else {
+        let Some(cmd) = self.get(from.as_bytes()) else {
             return false;
         };
+        let (from, to) = (from.to_ascii_lowercase(), to.to_ascii_lowercase());
+        // A command already called `to` gives way, as a map's insert would have it.
+        let mut names: Vec<Named> = std::mem::take(&mut self.by_name)
+            .into_vec()
+            .into_iter()
+            .flatten()
+            .filter(|(name, _)| **name != *from.as_bytes() && **name != *to.as_bytes())
+            .collect();
         if !to.is_empty() {
-            self.by_name
-                .insert(to.to_ascii_lowercase().into_bytes(), cmd);
+            names.push((to.as_bytes().into(), cmd));
         }
-        self.fast = fast_table(&self.by_name);
+        self.count = names.len();
+        self.by_name = name_table(names);
         true
     }
 }
 
-/// [`Registry::fast`] for the commands of `by_name`.
-fn fast_table(
-    by_name: &HashMap<Vec<u8>, &'static Command, foldhash::fast::RandomState>,
-) -> Box<[Option<Named>]> {
-    let size = (by_name.len() * 2).next_power_of_two().max(2);
-    let mut fast = vec![None; size].into_boxed_slice();
-    for (name, &cmd) in by_name {
-        let mut i = name_hash(name) as usize & (size - 1);
-        while fast[i].is_some() {
+/// [`Registry::by_name`] for these names.
+fn name_table(names: Vec<Named>) -> Box<[Option<Named>]> {
+    let size = (names.len() * 2).next_power_of_two().max(2);
+    let mut table = vec![None; size].into_boxed_slice();
+    for (name, cmd) in names {
+        let mut i = name_hash(&name) as usize & (size - 1);
+        while table[i].is_some() {
             i = (i + 1) & (size - 1);
         }
-        fast[i] = Some((name.clone().into_boxed_slice(), cmd));
+        table[i] = Some((name, cmd));
     }
-    fast
+    table
 }
 
 /// Positions of the keys in `argv` for `cmd`, from its key specs (or its custom

@@ -409,6 +409,7 @@ impl RequestParser {
     /// its end (`too_long` past the limit), check its first byte (a multibulk
     /// count's is `*` by construction), parse its number (`invalid` if it is not
     /// one).
+    #[inline(always)]
     fn header(
         &mut self,
         buf: &[u8],

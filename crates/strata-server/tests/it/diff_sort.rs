@@ -282,7 +282,10 @@ impl Gen {
 
 /// What a SORT call's options say, read as the server reads them.
 struct Parsed {
+    /// The last BY pattern.
     by: Option<String>,
+    /// Whether any BY pattern lacks `*`: no sorting then.
+    unsorted: bool,
     alpha: bool,
     limit: bool,
     store: Option<String>,
@@ -292,6 +295,7 @@ struct Parsed {
 fn parse(args: &[String]) -> Parsed {
     let mut p = Parsed {
         by: None,
+        unsorted: false,
         alpha: false,
         limit: false,
         store: None,
@@ -309,6 +313,9 @@ fn parse(args: &[String]) -> Parsed {
             }
             "by" if left >= 1 => {
                 p.by = Some(args[i + 1].clone());
+                // A BY pattern without `*` turns sorting off, and a later BY does
+                // not turn it back on (Redis's `sortCommand`).
+                p.unsorted |= !args[i + 1].contains('*');
                 i += 1;
             }
             "get" if left >= 1 => {
@@ -344,9 +351,9 @@ fn check_sort(p: &mut Pair, args: &[String]) {
     let key = refs[1];
     let o = parse(args);
     let encoding = p.encoding(key);
-    let by_star = o.by.as_deref().is_some_and(|b| b.contains('*'));
+    let by_star = o.by.as_deref().is_some_and(|b| b.contains('*')) && !o.unsorted;
     // A set "by nothing" without STORE comes out in the set's own order.
-    let mut free = o.by.is_some() && !by_star && o.store.is_none() && encoding == "hashtable";
+    let mut free = o.unsorted && o.store.is_none() && encoding == "hashtable";
     // ALPHA by a pattern: elements with equal BY values may come out in any order.
     if o.alpha && by_star && !encoding.is_empty() {
         let by = o.by.clone().unwrap_or_default();

@@ -131,7 +131,12 @@ fn run_seed(
     let mut recent: VecDeque<String> = VecDeque::new();
     let mut mismatches = Vec::new();
     let resp3_from = opts.steps * 2 / 3;
-    for index in 0..opts.steps {
+    for index in 0.. {
+        // The stream ends once the steps a command queued (the read after a short
+        // TTL) have run, so that no key is left about to expire.
+        if index >= opts.steps && !stream.has_pending() {
+            break;
+        }
         let step = if index == resp3_from {
             Step::Cmd(cmd(&["HELLO", "3"]), Cmp::Hello)
         } else {

@@ -509,6 +509,11 @@ impl Gen {
         }
     }
 
+    /// Whether steps queued by an earlier one are still to come.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     pub fn next(&mut self) -> Step {
         if let Some(step) = self.pending.pop_front() {
             return step;

@@ -38,8 +38,10 @@
 //!
 //! This is the keyspace's only unsafe code. Its invariants:
 //!
-//! - `ptr` points to a live allocation of 8-byte-aligned, `Entry::size` bytes made
-//!   by this module, owned by the entry alone (no two entries share one).
+//! - `ptr`, its top seven bits cleared (`Entry::base`), points to a live allocation
+//!   of 8-byte-aligned, `Entry::size` bytes made by this module, owned by the entry
+//!   alone (no two entries share one). The top bits hold the keyspace table's tag
+//!   for the entry's slot ([`DictEntry::slot_tag`]) and are never dereferenced.
 //! - The first 16 bytes are a `Meta` whose `kind` says how the rest is laid out, and
 //!   every length stored matches the bytes that follow it.
 //! - For a handle kind (`kind::LIST`... `kind::COLD`), bytes 16..32 begin with an
@@ -138,8 +140,24 @@ const LOGGED: u8 = 2;
 
 /// A key and what it holds (see the module docs).
 pub struct Entry {
+    /// The allocation, with the keyspace table's tag for the entry's slot in the
+    /// pointer's top bits (see [`Entry::base`]).
     ptr: NonNull<u8>,
 }
+
+/// Whether an entry keeps its table slot's tag in its pointer's top seven bits:
+/// on 64-bit x86 and ARM, where user-space addresses are below 2^57.
+const TAGGED: bool = cfg!(all(
+    target_pointer_width = "64",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+));
+/// Where the tag starts, and the address bits below it.
+const TAG_SHIFT: u32 = if TAGGED { 57 } else { 0 };
+const ADDRESS: usize = if TAGGED {
+    (1 << TAG_SHIFT) - 1
+} else {
+    usize::MAX
+};
 
 // SAFETY: an entry owns its allocation and the handle in it exclusively, like a
 // `Box<(Meta, Value, [u8])>`; `Value`, holding every handle type, is itself `Send`
@@ -266,6 +284,7 @@ fn allocate(size: usize, meta: Meta) -> NonNull<u8> {
     let Some(ptr) = NonNull::new(raw) else {
         alloc::handle_alloc_error(layout)
     };
+    debug_assert_eq!(raw.addr() & !ADDRESS, 0, "an address with its top bits set");
     // SAFETY: the allocation is `ALIGN`-aligned and at least META bytes long.
     unsafe { ptr.as_ptr().cast::<Meta>().write(meta) };
     ptr
@@ -287,6 +306,12 @@ impl Parts {
 }
 
 impl Entry {
+    /// The allocation's address: the pointer without the table's tag.
+    #[inline(always)]
+    fn base(&self) -> *mut u8 {
+        self.ptr.as_ptr().map_addr(|a| a & ADDRESS)
+    }
+
     /// A new entry for `key` holding `value`, accessed at `now_ms`, with no TTL and
     /// no log location.
     pub fn new(key: &[u8], value: Value, now_ms: u64) -> Entry {
@@ -369,7 +394,7 @@ impl Entry {
         // the handle is written (and the kind set) last, so the entry is whole before
         // anything reads it.
         unsafe {
-            let at = entry.ptr.as_ptr().add(KEY_AFTER_HANDLE);
+            let at = entry.base().add(KEY_AFTER_HANDLE);
             ptr::write_bytes(at, 0, size - KEY_AFTER_HANDLE);
             let tail = std::slice::from_raw_parts_mut(at, size - KEY_AFTER_HANDLE);
             let at = write_varint(tail, key.len());
@@ -383,7 +408,7 @@ impl Entry {
     /// whose handle is `MOVED`, and sets the kind.
     fn put_handle(&mut self, value: Value) {
         debug_assert_eq!(self.meta().kind, kind::MOVED);
-        let at = self.ptr.as_ptr().wrapping_add(HANDLE_AT);
+        let at = self.base().wrapping_add(HANDLE_AT);
         // SAFETY: the handle's place is 16 bytes at an 8-aligned offset (every
         // handle type fits: checked at compile time) and holds nothing to drop.
         let kind = unsafe {
@@ -430,7 +455,7 @@ impl Entry {
     #[inline]
     unsafe fn handle<T>(&self) -> &T {
         // SAFETY: the caller guarantees a `T` in the handle's place.
-        unsafe { &*self.ptr.as_ptr().add(HANDLE_AT).cast::<T>() }
+        unsafe { &*self.base().add(HANDLE_AT).cast::<T>() }
     }
 
     /// # Safety
@@ -439,24 +464,24 @@ impl Entry {
     #[inline]
     unsafe fn handle_mut<T>(&mut self) -> &mut T {
         // SAFETY: as in `handle`; `&mut self` is exclusive.
-        unsafe { &mut *self.ptr.as_ptr().add(HANDLE_AT).cast::<T>() }
+        unsafe { &mut *self.base().add(HANDLE_AT).cast::<T>() }
     }
 
     #[inline]
     fn meta(&self) -> &Meta {
         // SAFETY: every entry starts with an initialized, aligned `Meta`.
-        unsafe { &*self.ptr.as_ptr().cast::<Meta>() }
+        unsafe { &*self.base().cast::<Meta>() }
     }
 
     #[inline]
     fn meta_mut(&mut self) -> &mut Meta {
         // SAFETY: as in `meta`, and `&mut self` gives exclusive access.
-        unsafe { &mut *self.ptr.as_ptr().cast::<Meta>() }
+        unsafe { &mut *self.base().cast::<Meta>() }
     }
 
     #[inline]
     fn parts(&self) -> Parts {
-        let p = self.ptr.as_ptr();
+        let p = self.base();
         if is_packed(self.meta().kind) {
             // SAFETY: a packed entry's two lengths follow its `Meta`.
             let ((key_len, a), (value_len, b)) = unsafe {
@@ -488,7 +513,7 @@ impl Entry {
     fn bytes(&self, at: usize, len: usize) -> &[u8] {
         // SAFETY: callers pass ranges from `parts`, which are initialized bytes of
         // this allocation (see the module's invariants).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(at), len) }
+        unsafe { std::slice::from_raw_parts(self.base().add(at), len) }
     }
 
     /// The bytes the allocation takes.
@@ -569,7 +594,7 @@ impl Entry {
                 // SAFETY: `resize_value` made `bytes.len()` bytes at `at` the value's,
                 // inside this allocation, which `&mut self` holds exclusively.
                 unsafe {
-                    let dst = self.ptr.as_ptr().add(at);
+                    let dst = self.base().add(at);
                     ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len());
                 }
             }
@@ -639,14 +664,14 @@ impl Entry {
         // overlap, and `&mut self` holds the entry exclusively.
         let value_at = if insert < remove {
             unsafe {
-                let p = self.ptr.as_ptr().add(parts.value_at);
+                let p = self.base().add(parts.value_at);
                 ptr::copy(p.add(at + remove), p.add(at + insert), tail);
             }
             self.resize_value(len)
         } else {
             let value_at = self.resize_value(len);
             unsafe {
-                let p = self.ptr.as_ptr().add(value_at);
+                let p = self.base().add(value_at);
                 ptr::copy(p.add(at + remove), p.add(at + insert), tail);
             }
             value_at
@@ -661,7 +686,7 @@ impl Entry {
         debug_assert!(at + size <= self.size());
         // SAFETY: the hole is `size` initialized bytes at `at`, inside this
         // allocation, which `&mut self` holds exclusively.
-        let hole = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(at), size) };
+        let hole = unsafe { std::slice::from_raw_parts_mut(self.base().add(at), size) };
         let mut i = 0;
         for e in elements {
             i += write_varint(&mut hole[i..], e.len());
@@ -694,14 +719,16 @@ impl Entry {
         unsafe {
             let moved = parts.key_len + kept;
             if key_at < parts.key_at {
-                let p = self.ptr.as_ptr();
+                let p = self.base();
                 ptr::copy(p.add(parts.key_at), p.add(key_at), moved);
             }
-            let raw = alloc::realloc(self.ptr.as_ptr(), layout(old_size), new_size);
+            let raw = alloc::realloc(self.base(), layout(old_size), new_size);
             let Some(ptr) = NonNull::new(raw) else {
                 alloc::handle_alloc_error(new_layout)
             };
+            let tag = self.slot_tag();
             self.ptr = ptr;
+            self.set_slot_tag(tag);
             let p = ptr.as_ptr();
             if key_at > parts.key_at {
                 ptr::copy(p.add(parts.key_at), p.add(key_at), moved);
@@ -790,7 +817,7 @@ impl Entry {
         // SAFETY: the value's bytes are `payload.len()` bytes at `value_at`, inside
         // this allocation, which `&mut self` holds exclusively.
         unsafe {
-            let dst = self.ptr.as_ptr().add(parts.value_at);
+            let dst = self.base().add(parts.value_at);
             ptr::copy_nonoverlapping(payload.as_ptr(), dst, payload.len());
         }
         true
@@ -820,7 +847,7 @@ impl Entry {
         // SAFETY: `resize_value` made `len` bytes at `at` the value's, its first
         // `old_len` kept; `extra` goes after them. `&mut self` is exclusive.
         unsafe {
-            let dst = self.ptr.as_ptr().add(at + old_len);
+            let dst = self.base().add(at + old_len);
             ptr::copy_nonoverlapping(extra.as_ptr(), dst, extra.len());
         }
         self.meta_mut().kind = kind::RAW;
@@ -853,7 +880,7 @@ impl Entry {
     /// be given another handle or dropped, never read.
     fn take_whole(&mut self) -> Option<Value> {
         let kind = self.meta().kind;
-        let at = self.ptr.as_ptr().wrapping_add(HANDLE_AT);
+        let at = self.base().wrapping_add(HANDLE_AT);
         // SAFETY: the kind says which handle is in place; marking the entry `MOVED`
         // keeps it from being dropped twice.
         let value = unsafe {
@@ -1058,6 +1085,29 @@ impl DictEntry for Entry {
     fn key(&self) -> &[u8] {
         Entry::key(self)
     }
+
+    const TAGS_INSIDE: bool = TAGGED;
+
+    #[inline]
+    fn slot_tag(&self) -> u8 {
+        if TAGGED {
+            (self.ptr.as_ptr().addr() >> TAG_SHIFT) as u8
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    fn set_slot_tag(&mut self, tag: u8) {
+        if TAGGED {
+            let bits = usize::from(tag & 0x7f) << TAG_SHIFT;
+            // The address is not 0, so neither is the result (the fallback is never
+            // taken).
+            self.ptr = self
+                .ptr
+                .map_addr(|a| std::num::NonZeroUsize::new(a.get() & ADDRESS | bits).unwrap_or(a));
+        }
+    }
 }
 
 impl Drop for Entry {
@@ -1065,7 +1115,7 @@ impl Drop for Entry {
         let size = self.size();
         drop(self.take_whole());
         // SAFETY: the allocation was made by `allocate` with this size and alignment.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout(size)) };
+        unsafe { alloc::dealloc(self.base(), layout(size)) };
     }
 }
 
@@ -1117,6 +1167,30 @@ mod tests {
         assert_eq!(str_value(&e), b"x");
         assert_eq!(size_of::<Entry>(), 8);
         assert_eq!(size_of::<Option<Entry>>(), 8);
+    }
+
+    /// A table's tag rides in the pointer: every read and change of the entry
+    /// sees through it, and it survives the entry's reallocation.
+    #[test]
+    fn the_slot_tag_rides_along() {
+        let mut e = Entry::new(b"key:1", Value::string(b"abc"), 0);
+        assert_eq!(e.slot_tag(), 0);
+        e.set_slot_tag(0x5a);
+        let tag = if Entry::TAGS_INSIDE { 0x5a } else { 0 };
+        assert_eq!(e.slot_tag(), tag);
+        assert_eq!(e.key(), b"key:1");
+        assert_eq!(str_value(&e), b"abc");
+        // Growth by reallocation keeps the tag.
+        for _ in 0..20 {
+            e.append(&[b'x'; 50]);
+        }
+        assert_eq!(e.slot_tag(), tag);
+        assert_eq!(str_value(&e).len(), 3 + 1000);
+        e.set_slot_tag(0x7f);
+        assert_eq!(e.slot_tag(), if Entry::TAGS_INSIDE { 0x7f } else { 0 });
+        assert!(e.set_value(Value::Hash(table_hash(4))).is_none());
+        assert_eq!(hash_pairs(&e).len(), 4);
+        assert_eq!(e.key(), b"key:1");
     }
 
     #[test]

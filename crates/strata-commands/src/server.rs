@@ -236,6 +236,13 @@ pub trait Server: Send + Sync {
         None
     }
 
+    /// MEMORY PURGE: returns the allocator's unused dirty pages to the system now;
+    /// false if the allocator refused. An allocator without such pages has nothing
+    /// to do.
+    fn purge_memory(&self) -> bool {
+        true
+    }
+
     /// CLIENT PAUSE: holds clients' commands (only those that write, with
     /// `writes_only`) until `until_ms` (Unix milliseconds). A pause already in force
     /// is only ever extended and widened, as in Redis.

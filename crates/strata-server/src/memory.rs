@@ -43,6 +43,25 @@ pub fn set_background_purge(on: bool) {
     }
 }
 
+/// Returns the dirty pages of every jemalloc arena to the operating system now
+/// (`arena.<MALLCTL_ARENAS_ALL>.purge`), as Redis's MEMORY PURGE does; false if
+/// jemalloc refused.
+#[allow(unsafe_code)] // One call into jemalloc's control interface, which has no safe wrapper for it.
+pub fn purge() -> bool {
+    // SAFETY: the name is NUL-terminated, and this control neither reads nor writes
+    // a value: jemalloc requires every pointer null and the length 0.
+    let code = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"arena.4096.purge".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    code == 0
+}
+
 /// jemalloc's figures after advancing its epoch: (allocated, active, resident,
 /// mapped, retained), in bytes; zeros where it cannot say.
 pub fn allocator_stats() -> AllocatorStats {

@@ -541,6 +541,10 @@ impl Server for ServerState {
         Some(crate::memory::malloc_stats())
     }
 
+    fn purge_memory(&self) -> bool {
+        crate::memory::purge()
+    }
+
     fn memory_for_eviction(&self) -> u64 {
         crate::memory::allocated().saturating_sub(crate::memory::not_counted_for_evict(self))
     }

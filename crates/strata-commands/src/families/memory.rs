@@ -322,9 +322,12 @@ fn malloc_stats(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-/// MEMORY PURGE: jemalloc returns unused dirty pages to the system on its own
-/// (decay), so there is nothing to force; OK, as Redis answers.
+/// MEMORY PURGE: the allocator's dirty pages go back to the system now, not after
+/// its decay time; Redis's error if it refuses.
 fn purge(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    if !ctx.server.purge_memory() {
+        return Err(CmdError::err("Error purging dirty pages"));
+    }
     ctx.out.ok();
     Ok(())
 }

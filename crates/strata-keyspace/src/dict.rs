@@ -85,6 +85,14 @@ fn tag(hash: u64) -> u8 {
     0x80 | ((hash >> 32) as u8 & 0x7f).max(1)
 }
 
+/// Gives an entry that keeps its slot's tag the tag of `hash`.
+#[inline]
+fn stamp<E: DictEntry>(entry: &mut E, hash: u64) {
+    if E::TAGS_INSIDE {
+        entry.set_slot_tag(tag(hash) & 0x7f);
+    }
+}
+
 /// The next number of the splitmix64 sequence at `state`.
 fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -235,12 +243,9 @@ impl<E: DictEntry> Table<E> {
             i = self.next(i);
         }
         debug_assert_eq!(self.ctrl(i), EMPTY, "inserts never go to a draining table");
-        let t = tag(hash);
-        if E::TAGS_INSIDE {
-            entry.set_slot_tag(t & 0x7f);
-        }
+        stamp(&mut entry, hash);
         if !self.tags_inside() {
-            self.ctrl[i] = t;
+            self.ctrl[i] = tag(hash);
         }
         self.slots[i] = Some(entry);
         self.items += 1;
@@ -460,9 +465,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         self.migrate_step();
         if let Some(i) = self.main.find(hash, entry.key()) {
             let mut entry = entry;
-            if E::TAGS_INSIDE {
-                entry.set_slot_tag(tag(hash) & 0x7f);
-            }
+            stamp(&mut entry, hash);
             return self.main.slots[i].replace(entry);
         }
         let replaced = self.remove_from_old(hash, entry.key());

@@ -312,6 +312,13 @@ impl Entry {
         self.ptr.as_ptr().map_addr(|a| a & ADDRESS)
     }
 
+    /// Puts `new` in this entry's place, with this entry's table tag, and returns
+    /// the entry it replaced.
+    fn replace(&mut self, mut new: Entry) -> Entry {
+        new.set_slot_tag(self.slot_tag());
+        mem::replace(self, new)
+    }
+
     /// A new entry for `key` holding `value`, accessed at `now_ms`, with no TTL and
     /// no log location.
     pub fn new(key: &[u8], value: Value, now_ms: u64) -> Entry {
@@ -600,7 +607,7 @@ impl Entry {
             }
             _ => {
                 let new = Entry::whole(self.key(), Value::Hash(h), *self.meta());
-                *self = new;
+                self.replace(new);
             }
         }
     }
@@ -763,7 +770,7 @@ impl Entry {
             Value::Str(s) => self.set_str(s.as_ref()),
             other if is_packed(self.meta().kind) || matches!(other, Value::Hash(_)) => {
                 let new = Entry::holding(self.key(), other, *self.meta());
-                mem::replace(self, new)
+                self.replace(new)
                     .into_whole()
                     .filter(|v| !matches!(v, Value::Str(_)))
             }
@@ -782,7 +789,7 @@ impl Entry {
             return None;
         }
         let new = Entry::string(self.key(), s, *self.meta());
-        mem::replace(self, new)
+        self.replace(new)
             .into_whole()
             .filter(|v| !matches!(v, Value::Str(_)))
     }
@@ -1187,10 +1194,16 @@ mod tests {
         assert_eq!(e.slot_tag(), tag);
         assert_eq!(str_value(&e).len(), 3 + 1000);
         e.set_slot_tag(0x7f);
-        assert_eq!(e.slot_tag(), if Entry::TAGS_INSIDE { 0x7f } else { 0 });
+        let tag = if Entry::TAGS_INSIDE { 0x7f } else { 0 };
+        assert_eq!(e.slot_tag(), tag);
+        // So does a change of the value's kind or size, which makes a new entry.
         assert!(e.set_value(Value::Hash(table_hash(4))).is_none());
         assert_eq!(hash_pairs(&e).len(), 4);
         assert_eq!(e.key(), b"key:1");
+        assert_eq!(e.slot_tag(), tag);
+        e.set_str(StrRef::new(b"a string of another size"));
+        assert_eq!(str_value(&e), b"a string of another size");
+        assert_eq!(e.slot_tag(), tag);
     }
 
     #[test]

@@ -12,12 +12,24 @@
 //! resolved by linear probing; deletion shifts the following entries back (no
 //! tombstones in the live table), so probe sequences stay short.
 //!
+//! Such entries also keep their *distance*: how many slots past its home their slot
+//! is (a four-bit mark in the pointer's low bits; "not known" from 15 on, or for an
+//! entry written in through [`Dict::at_mut`], when the key's hash gives it). With it
+//! a live table keeps each run in Robin Hood order: an insert takes the place of the
+//! first entry nearer its home than the new one is to its own, which moves on in the
+//! same way; a lookup stops at the first entry nearer its home than the probe, which
+//! ends an unsuccessful search early; a removal moves the entries after the hole back
+//! up to the first one at its home, reading their marks instead of hashing their
+//! keys. Probe runs stay short near full, so these tables run fuller (below).
+//!
 //! A key's home slot is its *point* (the low 32 bits of its hash) scaled to the table's
 //! capacity, `point * capacity >> 32`, so the capacity need not be a power of two and
-//! homes follow points in order. Tables grow by 7/4 of their items when 4/5 full and
-//! stay between those loads, where doubling a power of two would leave a table
-//! anywhere between 3/8 and 3/4 full: bytes a key pays for slots vary less and average
-//! less.
+//! homes follow points in order. Tables grow by less than doubling and stay between
+//! two loads (from 2/3 to 7/8 full in Robin Hood order, from 4/7 to 4/5 otherwise),
+//! where doubling a power of two would leave a table anywhere between 3/8 and 3/4
+//! full: bytes a key pays for slots vary less and average less. A slot array takes
+//! every slot its allocation's size class has room for, since those bytes are paid
+//! for anyway.
 //!
 //! SCAN walks the point space upwards: a cursor is the point to continue from, each
 //! step yields the keys whose points lie between it and the end of one home slot of
@@ -42,6 +54,11 @@
 //!   bytes, made when it starts draining.
 //! - An entry type with tags inside may hold tag 0, "not known" (an entry written into
 //!   its slot through [`Dict::at_mut`]): lookups then compare its key.
+//! - In a live table with tags inside, a distance mark other than "not known" is the
+//!   entry's true distance, and runs are in Robin Hood order: an entry is at most one
+//!   slot further from its home than the entry before it, and at its home after an
+//!   empty slot. A lookup may stop at an entry nearer its home than the probe only
+//!   because of this.
 
 use std::hash::BuildHasher;
 
@@ -70,6 +87,18 @@ pub trait DictEntry {
     /// Stores seven bits of the key's hash (never 0) for [`DictEntry::slot_tag`].
     #[inline]
     fn set_slot_tag(&mut self, _tag: u8) {}
+
+    /// The distance mark [`DictEntry::set_slot_dist`] stored; 0 if unknown. Only
+    /// entry types with tags inside keep one.
+    #[inline]
+    fn slot_dist(&self) -> u8 {
+        0
+    }
+
+    /// Stores a four-bit distance mark for [`DictEntry::slot_dist`]: `d + 1` for an
+    /// entry `d` slots past its home, 0 for "not known".
+    #[inline]
+    fn set_slot_dist(&mut self, _mark: u8) {}
 }
 
 impl<T: DictEntry + ?Sized> DictEntry for Box<T> {
@@ -83,6 +112,25 @@ fn tag(hash: u64) -> u8 {
     // Bits 32..39: the shard index uses the top bits and the home slot the low ones.
     // Never 0x80 (a tag of 0 inside an entry means "not known").
     0x80 | ((hash >> 32) as u8 & 0x7f).max(1)
+}
+
+/// Distances below this are kept in an entry's four-bit mark; longer ones are
+/// marked "not known", and found from the key's hash when needed.
+const MARKED_DIST: usize = 15;
+
+/// The mark of an entry `d` slots past its home.
+#[inline]
+fn dist_mark(d: usize) -> u8 {
+    if d < MARKED_DIST { d as u8 + 1 } else { 0 }
+}
+
+/// The distance an entry's mark gives, if it gives one.
+#[inline]
+fn marked_dist<E: DictEntry>(e: &E) -> Option<usize> {
+    match e.slot_dist() {
+        0 => None,
+        m => Some(usize::from(m) - 1),
+    }
 }
 
 /// Gives an entry that keeps its slot's tag the tag of `hash`.
@@ -111,12 +159,54 @@ fn point(hash: u64) -> u64 {
     hash & (POINTS - 1)
 }
 
-/// The capacity for `items` entries at the load a table starts at after a resize
-/// (4/7), a multiple of 8.
-fn capacity_for(items: usize) -> usize {
-    (items.saturating_mul(7) / 4)
-        .next_multiple_of(8)
-        .max(MIN_CAPACITY)
+/// The load factors of a table of `E`, as fractions: the most it may hold before it
+/// grows, the most it holds after a resize, and the most after [`Dict::reserve`]
+/// (whose final count is known). Robin Hood order (tags inside) keeps probe runs
+/// short nearer full than plain linear probing does.
+const fn loads<E: DictEntry>() -> Loads {
+    if E::TAGS_INSIDE {
+        Loads {
+            max: (7, 8),
+            grown: (2, 3),
+            reserved: (3, 4),
+        }
+    } else {
+        Loads {
+            max: (4, 5),
+            grown: (4, 7),
+            reserved: (7, 10),
+        }
+    }
+}
+
+/// See [`loads`].
+struct Loads {
+    max: (usize, usize),
+    grown: (usize, usize),
+    reserved: (usize, usize),
+}
+
+/// The bytes an allocation of `bytes` takes in an allocator with four size classes
+/// per doubling above 128 bytes and 16-byte steps below (jemalloc's): a table's
+/// slot array fills its class, since the bytes are paid for anyway.
+fn size_class(bytes: usize) -> usize {
+    if bytes <= 128 {
+        return bytes.next_multiple_of(16);
+    }
+    bytes.next_multiple_of(1 << ((bytes - 1).ilog2() - 2))
+}
+
+/// The capacity of a table of `E` for `items` entries at most `load` full: the
+/// slots that fill its allocation's size class.
+fn capacity_at<E: DictEntry>(items: usize, (num, den): (usize, usize)) -> usize {
+    let want = items.saturating_mul(den).div_ceil(num).max(MIN_CAPACITY);
+    let size = std::mem::size_of::<Option<E>>().max(1);
+    size_class(want.saturating_mul(size)) / size
+}
+
+/// The capacity for `items` entries at the load a table starts at after a resize.
+fn capacity_for<E: DictEntry>(items: usize) -> usize {
+    capacity_at::<E>(items, loads::<E>().grown)
 }
 
 struct Table<E> {
@@ -209,10 +299,11 @@ impl<E: DictEntry> Table<E> {
         }
     }
 
-    /// Whether `extra` more items would exceed the maximum load factor (4/5).
+    /// Whether `extra` more items would exceed the maximum load factor.
     #[inline]
     fn is_full_for(&self, extra: usize) -> bool {
-        (self.items + extra) * 5 > self.capacity() * 4
+        let (num, den) = loads::<E>().max;
+        (self.items + extra) * den > self.capacity() * num
     }
 
     fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
@@ -221,6 +312,24 @@ impl<E: DictEntry> Table<E> {
         }
         let t = tag(hash);
         let mut i = self.home(hash);
+        if self.tags_inside() {
+            // Robin Hood order: an entry nearer its home than we are to ours has a
+            // later home, and so does everything after it in the run.
+            let mut d = 0;
+            loop {
+                let e = self.slots[i].as_ref()?;
+                if let Some(rd) = marked_dist(e)
+                    && rd < d
+                {
+                    return None;
+                }
+                if Self::may_match(0x80 | e.slot_tag(), t) && e.key() == key {
+                    return Some(i);
+                }
+                i = self.next(i);
+                d += 1;
+            }
+        }
         loop {
             let c = self.ctrl(i);
             if c == EMPTY {
@@ -236,9 +345,43 @@ impl<E: DictEntry> Table<E> {
         }
     }
 
-    /// Places an entry whose key is known to be absent. The table must have room.
-    fn insert_new(&mut self, hash: u64, mut entry: E) -> usize {
+    /// How far past its home the entry in full slot `i` of a live table with tags
+    /// inside is: its mark, or its key's hash when the mark does not say.
+    fn dist_at<S: BuildHasher>(&self, i: usize, hasher: &S) -> usize {
+        let e = self.slots[i].as_ref().expect("a full slot");
+        marked_dist(e).unwrap_or_else(|| self.dist(self.home(hasher.hash_one(e.key())), i))
+    }
+
+    /// Places an entry whose key is known to be absent, returning its slot. The
+    /// table must have room.
+    fn insert_new<S: BuildHasher>(&mut self, hash: u64, mut entry: E, hasher: &S) -> usize {
         let mut i = self.home(hash);
+        if self.tags_inside() {
+            // Robin Hood: the entry takes the place of the first one nearer its own
+            // home, which moves on to take the next such place, and so on until one
+            // reaches an empty slot. A run stays ordered by home slot.
+            stamp(&mut entry, hash);
+            let mut d = 0;
+            let mut placed = None;
+            loop {
+                if self.slots[i].is_none() {
+                    entry.set_slot_dist(dist_mark(d));
+                    self.slots[i] = Some(entry);
+                    self.items += 1;
+                    return placed.unwrap_or(i);
+                }
+                let rd = self.dist_at(i, hasher);
+                if rd < d {
+                    entry.set_slot_dist(dist_mark(d));
+                    let slot = self.slots[i].as_mut().expect("a full slot");
+                    entry = std::mem::replace(slot, entry);
+                    placed.get_or_insert(i);
+                    d = rd;
+                }
+                i = self.next(i);
+                d += 1;
+            }
+        }
         while self.ctrl(i) >= 0x80 {
             i = self.next(i);
         }
@@ -256,6 +399,26 @@ impl<E: DictEntry> Table<E> {
     fn remove_shift<S: BuildHasher>(&mut self, i: usize, hasher: &S) -> Option<E> {
         let removed = self.slots[i].take();
         let mut hole = i;
+        if self.tags_inside() {
+            // Robin Hood: the entries after the hole move back one slot each, up to
+            // the first one at its home.
+            loop {
+                let next = self.next(hole);
+                if self.slots[next].is_none() {
+                    break;
+                }
+                let d = self.dist_at(next, hasher);
+                if d == 0 {
+                    break;
+                }
+                let mut e = self.slots[next].take().expect("a full slot");
+                e.set_slot_dist(dist_mark(d - 1));
+                self.slots[hole] = Some(e);
+                hole = next;
+            }
+            self.items -= 1;
+            return removed;
+        }
         let mut next = self.next(i);
         loop {
             if self.ctrl(next) == EMPTY {
@@ -470,7 +633,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         }
         let replaced = self.remove_from_old(hash, entry.key());
         self.reserve_one();
-        self.main.insert_new(hash, entry);
+        self.main.insert_new(hash, entry, &self.hasher);
         replaced
     }
 
@@ -495,7 +658,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         };
         debug_assert!(entry.key() == key);
         self.reserve_one();
-        let i = self.main.insert_new(hash, entry);
+        let i = self.main.insert_new(hash, entry, &self.hasher);
         (
             self.main.slots[i].as_mut().expect("inserted slot is full"),
             inserted,
@@ -571,10 +734,8 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         if !self.main.is_full_for(additional) {
             return;
         }
-        // The final count is known: start at 7/10 full rather than 4/7.
-        let capacity = ((self.len() + additional).saturating_mul(10) / 7)
-            .next_multiple_of(8)
-            .max(MIN_CAPACITY);
+        // The final count is known: start as full as a grown table may be.
+        let capacity = capacity_at::<E>(self.len() + additional, loads::<E>().reserved);
         let fresh = Table::with_capacity(capacity);
         let old = std::mem::replace(&mut self.main, fresh);
         self.absorb(old);
@@ -584,7 +745,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
     fn absorb(&mut self, table: Table<E>) {
         for e in table.slots.into_vec().into_iter().flatten() {
             let h = self.hasher.hash_one(e.key());
-            self.main.insert_new(h, e);
+            self.main.insert_new(h, e, &self.hasher);
         }
     }
 
@@ -593,7 +754,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         if !self.main.is_full_for(1) {
             return;
         }
-        let capacity = capacity_for(self.len() + 1);
+        let capacity = capacity_for::<E>(self.len() + 1);
         if let Some(old) = self.old.take() {
             // The live table filled up before the previous resize finished (possible
             // only right after a steep shrink): move everything into one table big
@@ -613,7 +774,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         if self.old.is_some() || cap <= MIN_CAPACITY || self.main.items * 8 >= cap {
             return;
         }
-        let target = capacity_for(self.main.items);
+        let target = capacity_for::<E>(self.main.items);
         if target < cap {
             self.resize(target);
         }
@@ -662,7 +823,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
                 old.ctrl[i] = DELETED;
                 old.items -= 1;
                 let h = self.hasher.hash_one(e.key());
-                self.main.insert_new(h, e);
+                self.main.insert_new(h, e, &self.hasher);
             }
         }
         self.migrated = end;
@@ -797,11 +958,12 @@ mod tests {
 
     /// A test entry: a key, a number, and (with `IN`) the slot's tag kept inside.
     #[derive(Debug, Clone, PartialEq)]
-    struct E<const IN: bool>(Vec<u8>, u32, u8);
+    /// Key, value, tag and distance mark.
+    struct E<const IN: bool>(Vec<u8>, u32, u8, u8);
 
     impl<const IN: bool> E<IN> {
         fn new(k: impl Into<Vec<u8>>, v: u32) -> Self {
-            E(k.into(), v, 0)
+            E(k.into(), v, 0, 0)
         }
     }
 
@@ -817,6 +979,14 @@ mod tests {
             assert!(IN, "only an entry that keeps its tag is asked to");
             assert!(tag != 0 && tag < 0x80);
             self.2 = tag;
+        }
+        fn slot_dist(&self) -> u8 {
+            self.3
+        }
+        fn set_slot_dist(&mut self, mark: u8) {
+            assert!(IN, "only an entry that keeps its tag is asked to");
+            assert!(mark < 16);
+            self.3 = mark;
         }
     }
 
@@ -861,6 +1031,22 @@ mod tests {
                 while j != i {
                     assert_ne!(table.ctrl(j), EMPTY, "gap in probe run");
                     j = table.next(j);
+                }
+                if table.tags_inside() {
+                    // A known mark is the true distance, and the run is in Robin
+                    // Hood order: the entry before is at most one slot further
+                    // from its home.
+                    let dist = table.dist(table.home(h), i);
+                    if let Some(m) = marked_dist(e) {
+                        assert_eq!(m, dist, "mark of slot {i}");
+                    }
+                    let prev = (i + table.capacity() - 1) % table.capacity();
+                    if let Some(p) = &table.slots[prev] {
+                        let pd = table.dist(table.home(d.hash(p.key())), prev);
+                        assert!(dist <= pd + 1, "slot {i} is out of Robin Hood order");
+                    } else {
+                        assert_eq!(dist, 0, "slot {i} follows an empty one");
+                    }
                 }
             }
             assert_eq!(n, table.items);
@@ -1112,6 +1298,25 @@ mod tests {
             }
         }
         assert_eq!(n, 200);
+    }
+
+    #[test]
+    fn slot_arrays_fill_their_size_class() {
+        let classes = [
+            (100, 112),
+            (128, 128),
+            (129, 160),
+            (4_097, 5_120),
+            (40_960, 40_960),
+            (46_976, 49_152),
+        ];
+        for (bytes, class) in classes {
+            assert_eq!(size_class(bytes), class, "{bytes} bytes");
+        }
+        // 3,906 keyspace entries at most 2/3 full want 5,859 slots, 46,872 bytes: the
+        // class of 49,152 bytes holds 6,144.
+        assert_eq!(capacity_at::<crate::Entry>(3_906, (2, 3)), 6_144);
+        assert_eq!(capacity_at::<crate::Entry>(0, (2, 3)), MIN_CAPACITY);
     }
 
     #[derive(Debug, Clone)]

@@ -38,10 +38,11 @@
 //!
 //! This is the keyspace's only unsafe code. Its invariants:
 //!
-//! - `ptr`, its top seven bits cleared (`Entry::base`), points to a live allocation
-//!   of 8-byte-aligned, `Entry::size` bytes made by this module, owned by the entry
-//!   alone (no two entries share one). The top bits hold the keyspace table's tag
-//!   for the entry's slot ([`DictEntry::slot_tag`]) and are never dereferenced.
+//! - `ptr`, its top seven and low four bits cleared (`Entry::base`), points to a
+//!   live allocation of 16-byte-aligned, `Entry::size` bytes made by this module,
+//!   owned by the entry alone (no two entries share one). The top bits hold the
+//!   keyspace table's tag for the entry's slot ([`DictEntry::slot_tag`]), the low
+//!   ones its distance mark ([`DictEntry::slot_dist`]); neither is dereferenced.
 //! - The first 16 bytes are a `Meta` whose `kind` says how the rest is laid out, and
 //!   every length stored matches the bytes that follow it.
 //! - For a handle kind (`kind::LIST`... `kind::COLD`), bytes 16..32 begin with an
@@ -99,8 +100,10 @@ const _: () = assert!(META == 16);
 const HANDLE_AT: usize = META;
 const HANDLE: usize = 16;
 const KEY_AFTER_HANDLE: usize = HANDLE_AT + HANDLE;
-/// Every entry's alignment: enough for `Meta` and every handle.
-const ALIGN: usize = 8;
+/// Every entry's alignment: enough for `Meta` and every handle, and four low address
+/// bits for the table's distance mark (jemalloc aligns every size class from 16
+/// bytes up to 16 anyway, and an entry is at least `META` bytes).
+const ALIGN: usize = 16;
 
 /// Checks at compile time that `T` fits the handle's place.
 const fn fits<T>() -> bool {
@@ -140,21 +143,23 @@ const LOGGED: u8 = 2;
 
 /// A key and what it holds (see the module docs).
 pub struct Entry {
-    /// The allocation, with the keyspace table's tag for the entry's slot in the
-    /// pointer's top bits (see [`Entry::base`]).
+    /// The allocation, with the keyspace table's marks for the entry's slot (tag in
+    /// the pointer's top bits, distance in its low ones; see [`Entry::base`]).
     ptr: NonNull<u8>,
 }
 
-/// Whether an entry keeps its table slot's tag in its pointer's top seven bits:
-/// on 64-bit x86 and ARM, where user-space addresses are below 2^57.
+/// Whether an entry keeps its table slot's tag in its pointer's top seven bits, and
+/// its distance mark in the four low bits its alignment leaves zero: on 64-bit x86
+/// and ARM, where user-space addresses are below 2^57.
 const TAGGED: bool = cfg!(all(
     target_pointer_width = "64",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ));
-/// Where the tag starts, and the address bits below it.
+/// Where the tag starts, and the address bits: those below it and above the mark.
 const TAG_SHIFT: u32 = if TAGGED { 57 } else { 0 };
+const DIST_MASK: usize = if TAGGED { ALIGN - 1 } else { 0 };
 const ADDRESS: usize = if TAGGED {
-    (1 << TAG_SHIFT) - 1
+    ((1 << TAG_SHIFT) - 1) & !DIST_MASK
 } else {
     usize::MAX
 };
@@ -284,7 +289,11 @@ fn allocate(size: usize, meta: Meta) -> NonNull<u8> {
     let Some(ptr) = NonNull::new(raw) else {
         alloc::handle_alloc_error(layout)
     };
-    debug_assert_eq!(raw.addr() & !ADDRESS, 0, "an address with its top bits set");
+    debug_assert_eq!(
+        raw.addr() & !ADDRESS,
+        0,
+        "an address with its top or low bits set"
+    );
     // SAFETY: the allocation is `ALIGN`-aligned and at least META bytes long.
     unsafe { ptr.as_ptr().cast::<Meta>().write(meta) };
     ptr
@@ -306,16 +315,34 @@ impl Parts {
 }
 
 impl Entry {
-    /// The allocation's address: the pointer without the table's tag.
+    /// The allocation's address: the pointer without the table's marks.
     #[inline(always)]
     fn base(&self) -> *mut u8 {
         self.ptr.as_ptr().map_addr(|a| a & ADDRESS)
     }
 
-    /// Puts `new` in this entry's place, with this entry's table tag, and returns
+    /// The table's marks (tag and distance) in the pointer: its bits outside
+    /// `ADDRESS`.
+    #[inline]
+    fn marks(&self) -> usize {
+        self.ptr.as_ptr().addr() & !ADDRESS
+    }
+
+    /// Replaces the table's marks with `marks` (bits outside `ADDRESS` only).
+    #[inline]
+    fn set_marks(&mut self, marks: usize) {
+        debug_assert_eq!(marks & ADDRESS, 0);
+        // The address is not 0, so neither is the result (the fallback is never
+        // taken).
+        self.ptr = self
+            .ptr
+            .map_addr(|a| std::num::NonZeroUsize::new(a.get() & ADDRESS | marks).unwrap_or(a));
+    }
+
+    /// Puts `new` in this entry's place, with this entry's table marks, and returns
     /// the entry it replaced.
     fn replace(&mut self, mut new: Entry) -> Entry {
-        new.set_slot_tag(self.slot_tag());
+        new.set_marks(self.marks());
         mem::replace(self, new)
     }
 
@@ -733,9 +760,9 @@ impl Entry {
             let Some(ptr) = NonNull::new(raw) else {
                 alloc::handle_alloc_error(new_layout)
             };
-            let tag = self.slot_tag();
+            let marks = self.marks();
             self.ptr = ptr;
-            self.set_slot_tag(tag);
+            self.set_marks(marks);
             let p = ptr.as_ptr();
             if key_at > parts.key_at {
                 ptr::copy(p.add(parts.key_at), p.add(key_at), moved);
@@ -1108,11 +1135,20 @@ impl DictEntry for Entry {
     fn set_slot_tag(&mut self, tag: u8) {
         if TAGGED {
             let bits = usize::from(tag & 0x7f) << TAG_SHIFT;
-            // The address is not 0, so neither is the result (the fallback is never
-            // taken).
-            self.ptr = self
-                .ptr
-                .map_addr(|a| std::num::NonZeroUsize::new(a.get() & ADDRESS | bits).unwrap_or(a));
+            self.set_marks(self.marks() & DIST_MASK | bits);
+        }
+    }
+
+    #[inline]
+    fn slot_dist(&self) -> u8 {
+        (self.ptr.as_ptr().addr() & DIST_MASK) as u8
+    }
+
+    #[inline]
+    fn set_slot_dist(&mut self, mark: u8) {
+        if TAGGED {
+            let bits = usize::from(mark) & DIST_MASK;
+            self.set_marks(self.marks() & !DIST_MASK | bits);
         }
     }
 }
@@ -1179,31 +1215,37 @@ mod tests {
     /// A table's tag rides in the pointer: every read and change of the entry
     /// sees through it, and it survives the entry's reallocation.
     #[test]
-    fn the_slot_tag_rides_along() {
+    fn the_slot_marks_ride_along() {
         let mut e = Entry::new(b"key:1", Value::string(b"abc"), 0);
-        assert_eq!(e.slot_tag(), 0);
+        assert_eq!((e.slot_tag(), e.slot_dist()), (0, 0));
         e.set_slot_tag(0x5a);
-        let tag = if Entry::TAGS_INSIDE { 0x5a } else { 0 };
-        assert_eq!(e.slot_tag(), tag);
+        e.set_slot_dist(0xf);
+        let inside = |m: u8| if Entry::TAGS_INSIDE { m } else { 0 };
+        let marks = (inside(0x5a), inside(0xf));
+        assert_eq!((e.slot_tag(), e.slot_dist()), marks);
         assert_eq!(e.key(), b"key:1");
         assert_eq!(str_value(&e), b"abc");
-        // Growth by reallocation keeps the tag.
+        // Growth by reallocation keeps the marks.
         for _ in 0..20 {
             e.append(&[b'x'; 50]);
         }
-        assert_eq!(e.slot_tag(), tag);
+        assert_eq!((e.slot_tag(), e.slot_dist()), marks);
         assert_eq!(str_value(&e).len(), 3 + 1000);
+        // Each mark is set without touching the other.
         e.set_slot_tag(0x7f);
-        let tag = if Entry::TAGS_INSIDE { 0x7f } else { 0 };
-        assert_eq!(e.slot_tag(), tag);
+        e.set_slot_dist(3);
+        let marks = (inside(0x7f), inside(3));
+        assert_eq!((e.slot_tag(), e.slot_dist()), marks);
+        e.set_slot_tag(0x7f);
+        assert_eq!(e.slot_dist(), inside(3));
         // So does a change of the value's kind or size, which makes a new entry.
         assert!(e.set_value(Value::Hash(table_hash(4))).is_none());
         assert_eq!(hash_pairs(&e).len(), 4);
         assert_eq!(e.key(), b"key:1");
-        assert_eq!(e.slot_tag(), tag);
+        assert_eq!((e.slot_tag(), e.slot_dist()), marks);
         e.set_str(StrRef::new(b"a string of another size"));
         assert_eq!(str_value(&e), b"a string of another size");
-        assert_eq!(e.slot_tag(), tag);
+        assert_eq!((e.slot_tag(), e.slot_dist()), marks);
     }
 
     #[test]

@@ -69,6 +69,8 @@ const MIN_CAPACITY: usize = 8;
 const MIGRATE_PER_WRITE: usize = 16;
 /// Tables up to this capacity are resized in one go: it costs less than bookkeeping.
 const SYNC_RESIZE_LIMIT: usize = 256;
+/// How many slots ahead a migration asks for the entries it will hash.
+const PREFETCH_AHEAD: usize = 8;
 
 /// An entry stored in a [`Dict`]: anything with a byte-string key.
 pub trait DictEntry {
@@ -99,6 +101,11 @@ pub trait DictEntry {
     /// entry `d` slots past its home, 0 for "not known".
     #[inline]
     fn set_slot_dist(&mut self, _mark: u8) {}
+
+    /// Starts loading the memory [`DictEntry::key`] reads, for an entry that lives
+    /// behind a pointer (a hint: it may do nothing).
+    #[inline]
+    fn prefetch(&self) {}
 }
 
 impl<T: DictEntry + ?Sized> DictEntry for Box<T> {
@@ -743,7 +750,16 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
 
     /// Moves every entry of `table` into `main`, which has room.
     fn absorb(&mut self, table: Table<E>) {
-        for e in table.slots.into_vec().into_iter().flatten() {
+        let mut slots = table.slots.into_vec();
+        // As in a migration, the keys to hash are asked for a few slots ahead.
+        for ahead in slots.iter().take(PREFETCH_AHEAD).flatten() {
+            ahead.prefetch();
+        }
+        for i in 0..slots.len() {
+            if let Some(Some(ahead)) = slots.get(i + PREFETCH_AHEAD) {
+                ahead.prefetch();
+            }
+            let Some(e) = slots[i].take() else { continue };
             let h = self.hasher.hash_one(e.key());
             self.main.insert_new(h, e, &self.hasher);
         }
@@ -816,7 +832,17 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
     fn migrate_some(&mut self, max_slots: usize) {
         let Some(old) = self.old.as_mut() else { return };
         let end = old.capacity().min(self.migrated.saturating_add(max_slots));
+        // Each move hashes an entry's key: ask for the keys a few slots ahead, so
+        // that their cache misses overlap instead of following one another.
+        for slot in old.slots[self.migrated..end.min(self.migrated + PREFETCH_AHEAD)].iter() {
+            slot.as_ref().map(E::prefetch);
+        }
         for i in self.migrated..end {
+            if let Some(Some(e)) = old.slots.get(i + PREFETCH_AHEAD)
+                && i + PREFETCH_AHEAD < end
+            {
+                e.prefetch();
+            }
             if old.ctrl(i) >= 0x80
                 && let Some(e) = old.slots[i].take()
             {

@@ -634,8 +634,12 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
     pub fn insert(&mut self, hash: u64, entry: E) -> Option<E> {
         self.migrate_step();
         if let Some(i) = self.main.find(hash, entry.key()) {
+            // The entry may come from another table, with that table's marks.
             let mut entry = entry;
             stamp(&mut entry, hash);
+            if self.main.tags_inside() {
+                entry.set_slot_dist(dist_mark(self.main.dist(self.main.home(hash), i)));
+            }
             return self.main.slots[i].replace(entry);
         }
         let replaced = self.remove_from_old(hash, entry.key());
@@ -1353,6 +1357,7 @@ mod tests {
         Rehash(u8),
         RemoveHash(u16),
         Overwrite(u16, u32),
+        PutMarked(u16, u32, u8, u8),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -1363,6 +1368,8 @@ mod tests {
             1 => any::<u8>().prop_map(Op::Rehash),
             1 => (0..2000u16).prop_map(Op::RemoveHash),
             1 => (0..2000u16, any::<u32>()).prop_map(|(k, v)| Op::Overwrite(k, v)),
+            1 => (0..2000u16, any::<u32>(), 1..0x80u8, 0..16u8)
+                .prop_map(|(k, v, t, m)| Op::PutMarked(k, v, t, m)),
         ]
     }
 
@@ -1411,6 +1418,14 @@ mod tests {
                         *d.at_mut(pos) = E::new(k.clone(), v);
                         m.insert(k, v);
                     }
+                }
+                Op::PutMarked(k, v, t, mark) => {
+                    // An entry that comes with another table's marks (a tag and a
+                    // distance that may be wrong here) gets this table's.
+                    let k = format!("key:{k}").into_bytes();
+                    let h = d.hash(&k);
+                    let prev = d.insert(h, E(k.clone(), v, t, mark)).map(|e| e.1);
+                    prop_assert_eq!(prev, m.insert(k, v));
                 }
                 Op::RemoveHash(k) => {
                     let k = format!("key:{k}").into_bytes();

@@ -27,9 +27,9 @@
 //! homes follow points in order. Tables grow by less than doubling and stay between
 //! two loads (from 2/3 to 7/8 full in Robin Hood order, from 4/7 to 4/5 otherwise),
 //! where doubling a power of two would leave a table anywhere between 3/8 and 3/4
-//! full: bytes a key pays for slots vary less and average less. A slot array takes
-//! every slot its allocation's size class has room for, since those bytes are paid
-//! for anyway.
+//! full: bytes a key pays for slots vary less and average less. A keyspace table's
+//! slot array takes every slot its allocation's size class has room for, since
+//! those bytes are paid for anyway.
 //!
 //! SCAN walks the point space upwards: a cursor is the point to continue from, each
 //! step yields the keys whose points lie between it and the end of one home slot of
@@ -203,10 +203,15 @@ fn size_class(bytes: usize) -> usize {
     bytes.next_multiple_of(1 << ((bytes - 1).ilog2() - 2))
 }
 
-/// The capacity of a table of `E` for `items` entries at most `load` full: the
-/// slots that fill its allocation's size class.
+/// The capacity of a table of `E` for `items` entries at most `load` full: for the
+/// keyspace's tables, the slots that fill their allocation's size class; for the
+/// others, a multiple of 8. (Filling the class does not lower the bytes a member
+/// pays on average at their loads; it only moves where each table grows.)
 fn capacity_at<E: DictEntry>(items: usize, (num, den): (usize, usize)) -> usize {
     let want = items.saturating_mul(den).div_ceil(num).max(MIN_CAPACITY);
+    if !E::TAGS_INSIDE {
+        return want.next_multiple_of(8);
+    }
     let size = std::mem::size_of::<Option<E>>().max(1);
     size_class(want.saturating_mul(size)) / size
 }
@@ -1344,9 +1349,12 @@ mod tests {
             assert_eq!(size_class(bytes), class, "{bytes} bytes");
         }
         // 3,906 keyspace entries at most 2/3 full want 5,859 slots, 46,872 bytes: the
-        // class of 49,152 bytes holds 6,144.
-        assert_eq!(capacity_at::<crate::Entry>(3_906, (2, 3)), 6_144);
+        // class of 49,152 bytes holds 6,144. Other tables take a multiple of 8.
+        if crate::Entry::TAGS_INSIDE {
+            assert_eq!(capacity_at::<crate::Entry>(3_906, (2, 3)), 6_144);
+        }
         assert_eq!(capacity_at::<crate::Entry>(0, (2, 3)), MIN_CAPACITY);
+        assert_eq!(capacity_at::<E<false>>(3_906, (2, 3)), 5_864);
     }
 
     #[derive(Debug, Clone)]

@@ -62,6 +62,8 @@
 
 use std::hash::BuildHasher;
 
+use crate::size_class;
+
 const EMPTY: u8 = 0;
 const DELETED: u8 = 1;
 const MIN_CAPACITY: usize = 8;
@@ -140,6 +142,19 @@ fn marked_dist<E: DictEntry>(e: &E) -> Option<usize> {
     }
 }
 
+/// Asks for the entries a pass over `slots[start..end]` will hash next: at its first
+/// slot the first `PREFETCH_AHEAD`, then at each slot `i` the one at `i +
+/// PREFETCH_AHEAD`, so that their cache misses overlap instead of following one
+/// another.
+#[inline]
+fn prefetch_ahead<E: DictEntry>(slots: &[Option<E>], i: usize, start: usize, end: usize) {
+    let from = if i == start { i } else { i + PREFETCH_AHEAD };
+    let to = end.min(i + PREFETCH_AHEAD + 1);
+    for e in slots[from.min(to)..to].iter().flatten() {
+        e.prefetch();
+    }
+}
+
 /// Gives an entry that keeps its slot's tag the tag of `hash`.
 #[inline]
 fn stamp<E: DictEntry>(entry: &mut E, hash: u64) {
@@ -191,16 +206,6 @@ struct Loads {
     max: (usize, usize),
     grown: (usize, usize),
     reserved: (usize, usize),
-}
-
-/// The bytes an allocation of `bytes` takes in an allocator with four size classes
-/// per doubling above 128 bytes and 16-byte steps below (jemalloc's): a table's
-/// slot array fills its class, since the bytes are paid for anyway.
-fn size_class(bytes: usize) -> usize {
-    if bytes <= 128 {
-        return bytes.next_multiple_of(16);
-    }
-    bytes.next_multiple_of(1 << ((bytes - 1).ilog2() - 2))
 }
 
 /// The capacity of a table of `E` for `items` entries at most `load` full: for the
@@ -760,14 +765,8 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
     /// Moves every entry of `table` into `main`, which has room.
     fn absorb(&mut self, table: Table<E>) {
         let mut slots = table.slots.into_vec();
-        // As in a migration, the keys to hash are asked for a few slots ahead.
-        for ahead in slots.iter().take(PREFETCH_AHEAD).flatten() {
-            ahead.prefetch();
-        }
         for i in 0..slots.len() {
-            if let Some(Some(ahead)) = slots.get(i + PREFETCH_AHEAD) {
-                ahead.prefetch();
-            }
+            prefetch_ahead(&slots, i, 0, slots.len());
             let Some(e) = slots[i].take() else { continue };
             let h = self.hasher.hash_one(e.key());
             self.main.insert_new(h, e, &self.hasher);
@@ -841,17 +840,8 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
     fn migrate_some(&mut self, max_slots: usize) {
         let Some(old) = self.old.as_mut() else { return };
         let end = old.capacity().min(self.migrated.saturating_add(max_slots));
-        // Each move hashes an entry's key: ask for the keys a few slots ahead, so
-        // that their cache misses overlap instead of following one another.
-        for slot in old.slots[self.migrated..end.min(self.migrated + PREFETCH_AHEAD)].iter() {
-            slot.as_ref().map(E::prefetch);
-        }
         for i in self.migrated..end {
-            if let Some(Some(e)) = old.slots.get(i + PREFETCH_AHEAD)
-                && i + PREFETCH_AHEAD < end
-            {
-                e.prefetch();
-            }
+            prefetch_ahead(&old.slots, i, self.migrated, end);
             if old.ctrl(i) >= 0x80
                 && let Some(e) = old.slots[i].take()
             {

@@ -57,7 +57,6 @@ use std::fmt;
 use std::mem::{self, size_of};
 use std::ptr::{self, NonNull};
 
-use crate::EncodingLimits;
 use crate::access;
 use crate::compact::INLINE_CAPACITY;
 use crate::dict::DictEntry;
@@ -68,6 +67,7 @@ use crate::pack::{Elements, varint_len, write_varint};
 use crate::set::Set;
 use crate::value::{Cold, Str, StrRef, Value, ValueRef};
 use crate::zset::ZSet;
+use crate::{EncodingLimits, size_class};
 
 /// What the keyspace keeps about a key besides its value.
 #[repr(C)]
@@ -239,20 +239,6 @@ fn is_packed(kind: u8) -> bool {
 /// Whether the kind is a string packed into the entry.
 fn is_packed_str(kind: u8) -> bool {
     (kind::INT..=kind::RAW).contains(&kind)
-}
-
-/// The size class jemalloc (the server's allocator) serves a request of `n` bytes
-/// from, in its default configuration: multiples of 16 up to 128, then four classes
-/// per doubling.
-fn size_class(n: usize) -> usize {
-    if n <= 8 {
-        return 8;
-    }
-    if n <= 128 {
-        return n.next_multiple_of(16);
-    }
-    let lg = usize::BITS - (n - 1).leading_zeros();
-    n.next_multiple_of(1 << (lg - 3))
 }
 
 /// Whether a string of `len` bytes under a key of `key_len` bytes costs less packed

@@ -47,6 +47,20 @@ pub use zset::ZSet;
 /// The in-memory hasher: fast, seeded at random per process, never persisted.
 pub type KeyHasher = foldhash::fast::RandomState;
 
+/// The size class jemalloc (the server's allocator) serves a request of `n` bytes
+/// from, in its default configuration: multiples of 16 up to 128, then four classes
+/// per doubling.
+pub(crate) fn size_class(n: usize) -> usize {
+    if n <= 8 {
+        return 8;
+    }
+    if n <= 128 {
+        return n.next_multiple_of(16);
+    }
+    let lg = usize::BITS - (n - 1).leading_zeros();
+    n.next_multiple_of(1 << (lg - 3))
+}
+
 /// The thresholds at which collections change encoding (Redis's
 /// `*-max-listpack-*` / `set-max-intset-entries` / `list-max-listpack-size`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -146,17 +146,28 @@ pub fn report(state: &crate::state::ServerState) -> strata_commands::MemoryRepor
     }
 }
 
-/// MEMORY MALLOC-STATS: jemalloc's totals (its full `malloc_stats_print` report is
-/// out of reach of safe code).
+/// MEMORY MALLOC-STATS: jemalloc's own report (`malloc_stats_print`), as Redis
+/// gives it: the options in force, the totals, and per arena its bins, large
+/// classes, extents and metadata.
+#[allow(unsafe_code)] // jemalloc writes its report through a C callback.
 pub fn malloc_stats() -> String {
-    let a = allocator_stats();
-    let arenas = tikv_jemalloc_ctl::arenas::narenas::read().unwrap_or(0);
-    format!(
-        "___ Begin jemalloc statistics ___\n\
-         Version: \"5.3.0\"\n\
-         Arenas: {arenas}\n\
-         Allocated: {}, active: {}, resident: {}, mapped: {}, retained: {}\n\
-         --- End jemalloc statistics ---\n",
-        a.allocated, a.active, a.resident, a.mapped, a.retained
-    )
+    use std::ffi::{CStr, c_char, c_void};
+    /// jemalloc's write callback: appends one piece of the report.
+    unsafe extern "C" fn append(opaque: *mut c_void, text: *const c_char) {
+        // SAFETY: `opaque` is the `String` below, borrowed for the call only, and
+        // jemalloc passes a NUL-terminated string valid for this call.
+        let (out, text) = unsafe { (&mut *opaque.cast::<String>(), CStr::from_ptr(text)) };
+        out.push_str(&text.to_string_lossy());
+    }
+    let mut out = String::new();
+    // SAFETY: `append` matches the callback jemalloc expects, `out` outlives the call
+    // and nothing else touches it meanwhile; null options select the full report.
+    unsafe {
+        tikv_jemalloc_sys::malloc_stats_print(
+            Some(append),
+            (&raw mut out).cast::<c_void>(),
+            std::ptr::null(),
+        )
+    };
+    out
 }

@@ -457,4 +457,11 @@ fn memory_stats_shape_and_doctor_match_redis() {
         panic!("MALLOC-STATS")
     };
     assert!(text.starts_with(b"___ Begin jemalloc statistics ___"));
+    let text = String::from_utf8_lossy(&text);
+    assert!(text.contains("\nAllocated: "), "{text}");
+    assert!(text.contains("bins:"), "{text}");
+    assert!(
+        text.trim_end().ends_with("--- End jemalloc statistics ---"),
+        "{text}"
+    );
 }

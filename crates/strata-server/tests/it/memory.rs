@@ -464,4 +464,7 @@ fn memory_stats_shape_and_doctor_match_redis() {
         text.trim_end().ends_with("--- End jemalloc statistics ---"),
         "{text}"
     );
+    // The options the server binary exports to jemalloc are in force.
+    assert!(text.contains("opt.cache_oblivious: false"), "{text}");
+    assert!(text.contains("opt.tcache_max: 8192"), "{text}");
 }

@@ -685,7 +685,7 @@ async fn wait_durable(state: &ServerState, durable: &mut u64) -> std::io::Result
     };
     if waits && let Some(p) = state.persist.load_full() {
         // One fsync covers every connection that ran meanwhile, as Redis fsyncs
-        // once per turn of its event loop (see `wait_synced`).
+        // once per turn of its event loop (see `Persistence::sync_before_sleep`).
         p.wait_synced(n).await.map_err(std::io::Error::other)?;
     }
     Ok(())

@@ -22,6 +22,7 @@ pub mod stats;
 pub mod tls;
 
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
@@ -56,24 +57,54 @@ pub fn run(
     on_loglevel: Option<LogLevelSetter>,
 ) -> anyhow::Result<()> {
     let threads = config.io_threads.max(1);
+    let started = Arc::new(OnceLock::<Arc<ServerState>>::new());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("strata-io")
         .thread_stack_size(WORKER_STACK)
         .max_io_events_per_tick(IO_EVENTS_PER_TICK)
+        .on_thread_park({
+            let started = started.clone();
+            move || {
+                if let Some(state) = started.get() {
+                    before_sleep(state);
+                }
+            }
+        })
         .enable_all()
         .build()?;
-    runtime.block_on(serve(config, source, on_loglevel))
+    runtime.block_on(serve_started(config, source, on_loglevel, Some(&started)))
+}
+
+/// What an I/O thread does when it has run every task it had, before it waits for
+/// sockets (Redis's `beforeSleep`): under `appendfsync always`, the fsync that makes
+/// the writes of the connections it served durable.
+fn before_sleep(state: &ServerState) {
+    if let Some(p) = state.persist.load().as_ref() {
+        p.sync_before_sleep();
+    }
 }
 
 /// Applies a new log level name at run time (CONFIG SET loglevel).
 pub type LogLevelSetter = Box<dyn Fn(&str) + Send + Sync>;
 
-/// The body of [`run`], for callers that already have a runtime.
+/// The body of [`run`], for callers that already have a runtime. Their runtime's
+/// threads do not sync before they sleep, so under `appendfsync always` replies wait
+/// for the syncer thread (up to a millisecond more each).
 pub async fn serve(
     config: config::Config,
     source: ConfigSource,
     on_loglevel: Option<LogLevelSetter>,
+) -> anyhow::Result<()> {
+    serve_started(config, source, on_loglevel, None).await
+}
+
+/// [`serve`], publishing the server's state in `started` for the runtime's hooks.
+async fn serve_started(
+    config: config::Config,
+    source: ConfigSource,
+    on_loglevel: Option<LogLevelSetter>,
+    started: Option<&OnceLock<Arc<ServerState>>>,
 ) -> anyhow::Result<()> {
     let mut config = config;
     config.maxclients = limits::fit_maxclients(config.maxclients)?;
@@ -93,6 +124,9 @@ pub async fn serve(
     }
     let port = config.port;
     let state = ServerState::new(config, source);
+    if let Some(started) = started {
+        let _ = started.set(state.clone());
+    }
     access::load_users(&state)?;
     *state.on_loglevel.lock() = on_loglevel;
     state

@@ -18,10 +18,13 @@
 //!
 //! # Durability
 //!
-//! The engine never fsyncs on its own here: the syncer thread does. With
-//! `appendfsync always` a reply waits (asynchronously) until a sync covers its
-//! records, and one sync covers every record appended before it: group commit. With
-//! `everysec` the syncer syncs once a second; with `no` never (the OS writes back).
+//! The engine never fsyncs on its own here. With `appendfsync always` a reply waits
+//! (asynchronously) until a sync covers its records, and one sync covers every record
+//! appended before it: group commit. The sync runs where Redis runs its own, before
+//! the event loop sleeps: an I/O thread that has run every task it had syncs before
+//! it waits for sockets ([`Persistence::sync_before_sleep`]), and the syncer thread
+//! syncs when a batch has waited a millisecond without one. With `everysec` the
+//! syncer syncs once a second; with `no` never (the OS writes back).
 //!
 //! # Errors
 //!
@@ -61,6 +64,14 @@ const PROGRESS_EVERY: u64 = 1_000_000;
 const DUMP_BATCH_KEYS: usize = 1024;
 /// Bytes per engine batch when a whole shard is written out.
 const DUMP_BATCH_BYTES: usize = 4 << 20;
+/// How often the syncer looks under `always` while batches are being appended: the
+/// longest a batch waits for its fsync when no I/O thread runs out of work.
+const SYNCER_ALWAYS_POLL: Duration = Duration::from_millis(1);
+/// Polls without a batch appended after which the syncer sleeps long under `always`.
+const SYNCER_QUIET_POLLS: u32 = 100;
+/// How long the syncer sleeps otherwise (it is woken for errors, shutdown, policy
+/// changes and, under `always`, the first wait after a quiet time).
+const SYNCER_IDLE_POLL: Duration = Duration::from_millis(100);
 
 /// Which namespace each database's keys live in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -227,9 +238,12 @@ pub struct Persistence {
     wake: (Mutex<bool>, Condvar),
     /// Tells waiting connections a sync completed.
     pub synced_notify: tokio::sync::Notify,
-    /// Whether a connection is running an fsync for the others (see
-    /// [`Persistence::wait_synced`]).
+    /// Whether a thread is running an fsync under `always` (see
+    /// [`Persistence::sync_before_sleep`]).
     syncing: AtomicBool,
+    /// Set while the syncer sleeps long under `always` (no batch appended for a
+    /// while): the next connection to wait wakes it.
+    syncer_idle: AtomicBool,
     pub stats: PersistStats,
     stop: AtomicBool,
 }
@@ -257,9 +271,9 @@ fn close_engine(mut engine: Arc<Engine>) -> strata_engine::Result<()> {
     engine.sync()
 }
 
-/// Held by the connection leading an fsync: when it is done (or dropped, or
-/// panics) the flag goes down and the waiting connections wake, so that one of
-/// them can lead the next fsync.
+/// Held by the thread running an fsync under `always`: when it is done (or
+/// panics) the flag goes down and the waiting connections wake; those it did not
+/// cover wait for the next.
 struct Leading<'a>(&'a Persistence);
 
 impl Drop for Leading<'_> {
@@ -342,6 +356,7 @@ impl Persistence {
             wake: (Mutex::new(false), Condvar::new()),
             synced_notify: tokio::sync::Notify::new(),
             syncing: AtomicBool::new(false),
+            syncer_idle: AtomicBool::new(false),
             stats,
             stop: AtomicBool::new(false),
         })
@@ -947,13 +962,9 @@ impl Persistence {
 
     /// Waits until batch `n` is durable (`appendfsync always`), or the store failed.
     ///
-    /// The fsync runs on the caller's thread, as Redis's runs in its event loop:
-    /// no hand-over to another thread and back per fsync. One caller at a time
-    /// leads it, after letting the other connections ready on its thread run
-    /// once; the others wait for it without blocking their thread, which goes on
-    /// running the commands of other connections meanwhile (whose records the next
-    /// fsync then covers), and one of them leads the next fsync if theirs was not
-    /// covered. While the store closes, callers wait for
+    /// The connection only waits: the fsync is run by an I/O thread before it
+    /// sleeps ([`Persistence::sync_before_sleep`]), or by the syncer thread if none
+    /// has for a millisecond. While the store closes, callers wait for
     /// [`Persistence::close`] to release them.
     pub async fn wait_synced(&self, n: u64) -> Result<(), String> {
         loop {
@@ -965,27 +976,41 @@ impl Persistence {
             if let Some(e) = self.write_error() {
                 return Err(e);
             }
-            // A read before the swap: the many connections one fsync wakes do not
-            // all write the flag's cache line while another leads.
-            if self.engine.load().is_some()
-                && !self.syncing.load(Ordering::Acquire)
-                && !self.syncing.swap(true, Ordering::AcqRel)
+            // A read before the swap: while the syncer is awake (under load) this
+            // writes nothing the I/O threads share. Sequentially consistent with
+            // the syncer's store and its read of `appended` (see `spawn_syncer`).
+            if self.syncer_idle.load(Ordering::SeqCst)
+                && self.syncer_idle.swap(false, Ordering::SeqCst)
             {
-                let leading = Leading(self);
-                // The connections ready on this thread append first, so that the
-                // fsync covers them too.
-                tokio::task::yield_now().await;
-                let result = self.sync_unannounced();
-                drop(leading);
-                match result {
-                    Ok(()) => continue,
-                    // Closed meanwhile: wait for the release.
-                    Err(_) if self.engine.load().is_none() => {}
-                    Err(e) => return Err(e),
-                }
+                self.kick();
             }
             notified.await;
         }
+    }
+
+    /// Under `appendfsync always`, makes every batch appended so far durable and
+    /// wakes the connections waiting for it, unless another thread is running an
+    /// fsync (its end wakes the waiters, whose threads come back here once they
+    /// have run them). The I/O threads call it before they wait for sockets, as
+    /// Redis fsyncs before its event loop sleeps: by then the thread has run every
+    /// connection that was ready, so one fsync covers them all and their replies
+    /// go out together.
+    pub fn sync_before_sleep(&self) {
+        if self.fsync() == Appendfsync::Always && !self.fully_synced() {
+            self.lead_sync();
+        }
+    }
+
+    /// Runs an fsync that wakes the waiting connections when it ends, unless one
+    /// is already running.
+    fn lead_sync(&self) {
+        if self.syncing.load(Ordering::Acquire) || self.syncing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let leading = Leading(self);
+        // A failure is recorded in `error`, which the woken waiters read.
+        let _ = self.sync_unannounced();
+        drop(leading);
     }
 
     /// Wakes the syncer.
@@ -1026,20 +1051,40 @@ impl Persistence {
         }
     }
 
-    /// The syncer thread: group commit for `always`, once a second for `everysec`,
-    /// and recovery from write errors.
+    /// The syncer thread: once a second for `everysec`; under `always`, the fsync of
+    /// a batch that has waited a millisecond without one (the I/O threads run the
+    /// others, see [`Persistence::sync_before_sleep`]: this covers threads that
+    /// never run out of work); recovery from write errors.
     pub fn spawn_syncer(self: &Arc<Self>, state: Arc<crate::state::ServerState>) {
         let this = self.clone();
         let handle = std::thread::Builder::new()
             .name("strata-sync".into())
             .spawn(move || {
                 let mut last_everysec = Instant::now();
+                // `appended` at the previous poll, and polls since it last moved.
+                let mut appended_then = this.appended();
+                let mut quiet = 0u32;
+                let mut was_always = false;
                 while !this.stop.load(Ordering::Acquire) {
+                    let always = this.fsync() == Appendfsync::Always;
                     {
                         let (lock, cv) = &this.wake;
                         let mut pending = lock.lock();
                         if !*pending {
-                            cv.wait_for(&mut pending, Duration::from_millis(100));
+                            let mut wait = SYNCER_IDLE_POLL;
+                            if always && quiet < SYNCER_QUIET_POLLS {
+                                wait = SYNCER_ALWAYS_POLL;
+                            } else if always {
+                                // Sleep long unless a batch came meanwhile: a
+                                // connection appends, then reads the flag; this
+                                // sets the flag, then reads `appended`.
+                                this.syncer_idle.store(true, Ordering::SeqCst);
+                                if this.appended.load(Ordering::SeqCst) != appended_then {
+                                    wait = SYNCER_ALWAYS_POLL;
+                                }
+                            }
+                            cv.wait_for(&mut pending, wait);
+                            this.syncer_idle.store(false, Ordering::SeqCst);
                         }
                         *pending = false;
                     }
@@ -1047,19 +1092,31 @@ impl Persistence {
                         this.try_recover(&state.keyspace);
                         continue;
                     }
-                    let behind = !this.fully_synced();
-                    let policy = this.fsync();
-                    let due = match policy {
-                        Appendfsync::Always => behind,
-                        Appendfsync::Everysec => {
-                            behind && last_everysec.elapsed() >= Duration::from_secs(1)
+                    let appended = this.appended();
+                    match this.fsync() {
+                        Appendfsync::Always => {
+                            if this.synced.load(Ordering::Acquire) < appended_then {
+                                this.lead_sync();
+                            }
+                            was_always = true;
                         }
-                        Appendfsync::No => false,
-                    };
-                    if due {
-                        let _ = this.sync_now();
-                        last_everysec = Instant::now();
+                        policy => {
+                            // Leaving `always` releases the replies that wait.
+                            let due = policy == Appendfsync::Everysec
+                                && last_everysec.elapsed() >= Duration::from_secs(1);
+                            if (due || was_always) && !this.fully_synced() {
+                                let _ = this.sync_now();
+                                last_everysec = Instant::now();
+                            }
+                            was_always = false;
+                        }
                     }
+                    quiet = if appended == appended_then {
+                        quiet.saturating_add(1)
+                    } else {
+                        0
+                    };
+                    appended_then = appended;
                 }
             });
         match handle {
@@ -1322,14 +1379,18 @@ mod tests {
     }
 
     /// Under `always`, connections on two threads wait for their batches at once:
-    /// each is made durable by an fsync one of them leads, nobody is left waiting,
-    /// and the leader's flag is down afterwards.
+    /// each is made durable by an fsync a thread runs before it sleeps, nobody is
+    /// left waiting, and the flag of a running fsync is down afterwards.
     #[test]
     fn concurrent_waiters_share_fsyncs_and_all_return() {
         let dir = tempfile::tempdir().expect("temp dir");
         let p = Arc::new(open_with(dir.path(), Appendfsync::Always));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
+            .on_thread_park({
+                let p = p.clone();
+                move || p.sync_before_sleep()
+            })
             .enable_all()
             .build()
             .expect("runtime");
@@ -1370,48 +1431,39 @@ mod tests {
         assert_eq!(n, tasks);
     }
 
-    /// A connection dropped while it leads (between taking the lead and its fsync)
-    /// wakes the others, one of which leads instead: nobody waits for an fsync
-    /// that will never run.
+    /// On a runtime whose threads do not sync before they sleep, the syncer
+    /// thread makes a waiting batch durable; after a quiet time it sleeps long and
+    /// the next wait wakes it.
     #[test]
-    fn a_leader_dropped_before_its_fsync_wakes_the_waiters() {
+    fn the_syncer_syncs_what_no_thread_did() {
         let dir = tempfile::tempdir().expect("temp dir");
         let p = Arc::new(open_with(dir.path(), Appendfsync::Always));
+        p.spawn_syncer(crate::state::ServerState::for_tests());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
-        runtime.block_on(async {
-            let mut located = strata_commands::effects::Located::new();
-            let first = p
-                .log(&[put(0, "a", b"1")], 1, &mut located)
-                .expect("logged");
-            let second = p
-                .log(&[put(0, "b", b"2")], 1, &mut located)
-                .expect("logged");
-            let (first, second) = (first.expect("number"), second.expect("number"));
-            let mut leader = Box::pin(p.wait_synced(first));
-            let polled = std::future::poll_fn(|cx| {
-                std::task::Poll::Ready(leader.as_mut().poll(cx).is_pending())
-            })
-            .await;
-            assert!(polled, "the leader yields before its fsync");
-            assert!(p.syncing.load(Ordering::Acquire));
-            let waiter = {
-                let p = p.clone();
-                tokio::spawn(async move { p.wait_synced(second).await })
-            };
-            // The waiter finds the lead taken and waits.
-            tokio::task::yield_now().await;
-            assert!(!waiter.is_finished());
-            drop(leader);
-            tokio::time::timeout(Duration::from_secs(10), waiter)
-                .await
-                .expect("woken")
-                .expect("task")
-                .expect("durable");
-            assert!(p.is_synced(second));
-        });
+        let mut located = strata_commands::effects::Located::new();
+        for (i, quiet) in [false, true].into_iter().enumerate() {
+            if quiet {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while !p.syncer_idle.load(Ordering::SeqCst) {
+                    assert!(Instant::now() < deadline, "the syncer goes idle");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            let record = put(0, &format!("k{i}"), b"v");
+            let n = p.log(&[record], 1, &mut located).expect("logged");
+            let n = n.expect("a batch number");
+            runtime.block_on(async {
+                tokio::time::timeout(Duration::from_secs(20), p.wait_synced(n))
+                    .await
+                    .expect("not left waiting")
+                    .expect("durable");
+            });
+            assert!(p.is_synced(n));
+        }
+        p.close().expect("closed");
     }
 
     #[test]

@@ -244,6 +244,8 @@ pub struct Persistence {
     /// Set while the syncer sleeps long under `always` (no batch appended for a
     /// while): the next connection to wait wakes it.
     syncer_idle: AtomicBool,
+    /// Syncs of the log that succeeded.
+    syncs: AtomicU64,
     pub stats: PersistStats,
     stop: AtomicBool,
 }
@@ -357,6 +359,7 @@ impl Persistence {
             synced_notify: tokio::sync::Notify::new(),
             syncing: AtomicBool::new(false),
             syncer_idle: AtomicBool::new(false),
+            syncs: AtomicU64::new(0),
             stats,
             stop: AtomicBool::new(false),
         })
@@ -432,6 +435,11 @@ impl Persistence {
     /// The number of the last batch appended.
     pub fn appended(&self) -> u64 {
         self.appended.load(Ordering::Acquire)
+    }
+
+    /// Syncs of the log that succeeded since the store was opened.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
     }
 
     /// Whether the last batch appended is durable.
@@ -1038,6 +1046,7 @@ impl Persistence {
         match engine.sync() {
             Ok(()) => {
                 self.synced.fetch_max(target, Ordering::AcqRel);
+                self.syncs.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             Err(e) => {
@@ -1429,6 +1438,49 @@ mod tests {
             .recover(&EncodingLimits::default(), 10, &AtomicU64::new(0), None)
             .expect("recovered");
         assert_eq!(n, tasks);
+    }
+
+    /// Group commit: the batches of every connection a thread ran in one turn are
+    /// made durable by one fsync, the one it runs before it sleeps.
+    #[test]
+    fn one_fsync_covers_a_turn_of_connections() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let p = Arc::new(open_with(dir.path(), Appendfsync::Always));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .on_thread_park({
+                let p = p.clone();
+                move || p.sync_before_sleep()
+            })
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let turn = {
+            let p = p.clone();
+            async move {
+                // Every connection appends in this turn of the thread, then waits.
+                let mut waits = tokio::task::JoinSet::new();
+                for i in 0..64 {
+                    let mut located = strata_commands::effects::Located::new();
+                    let record = put(0, &format!("k{i}"), b"v");
+                    let n = p.log(&[record], 1, &mut located).expect("logged");
+                    let n = n.expect("a batch number");
+                    let p = p.clone();
+                    waits.spawn(async move { p.wait_synced(n).await });
+                }
+                while let Some(done) = waits.join_next().await {
+                    done.expect("task").expect("durable");
+                }
+            }
+        };
+        runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), tokio::spawn(turn))
+                .await
+                .expect("not left waiting")
+                .expect("task");
+        });
+        assert_eq!(p.syncs(), 1, "one fsync for the 64 batches of one turn");
+        p.close().expect("closed");
     }
 
     /// On a runtime whose threads do not sync before they sleep, the syncer

@@ -67,6 +67,8 @@ const DUMP_BATCH_BYTES: usize = 4 << 20;
 /// How often the syncer looks under `always` while batches are being appended: the
 /// longest a batch waits for its fsync when no I/O thread runs out of work.
 const SYNCER_ALWAYS_POLL: Duration = Duration::from_millis(1);
+/// The longest a thread waits for another's fsync to end before it runs the next.
+const SYNC_WAIT_LIMIT: Duration = Duration::from_millis(1);
 /// Polls without a batch appended after which the syncer sleeps long under `always`.
 const SYNCER_QUIET_POLLS: u32 = 100;
 /// How long the syncer sleeps otherwise (it is woken for errors, shutdown, policy
@@ -238,9 +240,12 @@ pub struct Persistence {
     wake: (Mutex<bool>, Condvar),
     /// Tells waiting connections a sync completed.
     pub synced_notify: tokio::sync::Notify,
-    /// Whether a thread is running an fsync under `always` (see
+    /// Set while a thread runs an fsync under `always` (see
     /// [`Persistence::sync_before_sleep`]).
     syncing: AtomicBool,
+    /// Set while a thread waits to run the next fsync. One is enough: its fsync
+    /// covers every batch appended before it starts.
+    sync_next: AtomicBool,
     /// Set while the syncer sleeps long under `always` (no batch appended for a
     /// while): the next connection to wait wakes it.
     syncer_idle: AtomicBool,
@@ -274,11 +279,10 @@ fn close_engine(mut engine: Arc<Engine>) -> strata_engine::Result<()> {
 }
 
 /// Held by the thread running an fsync under `always`: when it is done (or
-/// panics) the flag goes down and the waiting connections wake; those it did not
-/// cover wait for the next.
-struct Leading<'a>(&'a Persistence);
+/// panics) the flag goes down and the waiting connections wake.
+struct Turn<'a>(&'a Persistence);
 
-impl Drop for Leading<'_> {
+impl Drop for Turn<'_> {
     fn drop(&mut self) {
         self.0.syncing.store(false, Ordering::Release);
         self.0.synced_notify.notify_waiters();
@@ -358,6 +362,7 @@ impl Persistence {
             wake: (Mutex::new(false), Condvar::new()),
             synced_notify: tokio::sync::Notify::new(),
             syncing: AtomicBool::new(false),
+            sync_next: AtomicBool::new(false),
             syncer_idle: AtomicBool::new(false),
             syncs: AtomicU64::new(0),
             stats,
@@ -997,28 +1002,64 @@ impl Persistence {
     }
 
     /// Under `appendfsync always`, makes every batch appended so far durable and
-    /// wakes the connections waiting for it, unless another thread is running an
-    /// fsync (its end wakes the waiters, whose threads come back here once they
-    /// have run them). The I/O threads call it before they wait for sockets, as
-    /// Redis fsyncs before its event loop sleeps: by then the thread has run every
-    /// connection that was ready, so one fsync covers them all and their replies
-    /// go out together.
+    /// wakes the connections waiting for it. The I/O threads call it before they
+    /// wait for sockets, as Redis fsyncs before its event loop sleeps: by then the
+    /// thread has run every connection that was ready, so one fsync covers them all
+    /// and their replies go out together.
     pub fn sync_before_sleep(&self) {
         if self.fsync() == Appendfsync::Always && !self.fully_synced() {
-            self.lead_sync();
+            self.sync_in_turn();
         }
     }
 
-    /// Runs an fsync that wakes the waiting connections when it ends, unless one
-    /// is already running.
-    fn lead_sync(&self) {
-        if self.syncing.load(Ordering::Acquire) || self.syncing.swap(true, Ordering::AcqRel) {
+    /// Makes every batch appended so far durable, then wakes the waiting
+    /// connections, unless another thread will: fsyncs run one at a time, back to
+    /// back. While one runs, one thread waits to run the next, which covers every
+    /// batch appended before it starts; a thread that finds that place taken
+    /// leaves its batches to it.
+    fn sync_in_turn(&self) {
+        if !self.take_turn() {
             return;
         }
-        let leading = Leading(self);
-        // A failure is recorded in `error`, which the woken waiters read.
-        let _ = self.sync_unannounced();
-        drop(leading);
+        let turn = Turn(self);
+        if !self.fully_synced() {
+            // A failure is recorded in `error`, which the woken waiters read.
+            let _ = self.sync_unannounced();
+        }
+        drop(turn);
+    }
+
+    /// Sets `syncing` for this thread: at once if no fsync runs; otherwise, if no
+    /// other thread waits to run the next, once the running one ends. The wait
+    /// yields the CPU in a loop rather than sleeping on a lock: an I/O thread here
+    /// has nothing else to do, and one asleep wakes too late to start its fsync as
+    /// the other ends (measured: 45k SETs a second from 50 clients either way with
+    /// a lock, 53k–62k with this). False if another thread waits already, or the
+    /// running fsync outlasts [`SYNC_WAIT_LIMIT`] (the waiters' threads come back
+    /// to their hook when its end wakes them, and the syncer covers the rest).
+    fn take_turn(&self) -> bool {
+        let try_take =
+            || !self.syncing.load(Ordering::Relaxed) && !self.syncing.swap(true, Ordering::Acquire);
+        if try_take() {
+            return true;
+        }
+        if self.sync_next.load(Ordering::Relaxed) || self.sync_next.swap(true, Ordering::Acquire) {
+            return false;
+        }
+        let deadline = Instant::now() + SYNC_WAIT_LIMIT;
+        let took = loop {
+            std::thread::yield_now();
+            if try_take() {
+                break true;
+            }
+            if Instant::now() >= deadline {
+                break false;
+            }
+        };
+        // Given up before the fsync reads its target: a thread that appends after
+        // this may wait for the next one itself.
+        self.sync_next.store(false, Ordering::Release);
+        took
     }
 
     /// Wakes the syncer.
@@ -1105,7 +1146,7 @@ impl Persistence {
                     match this.fsync() {
                         Appendfsync::Always => {
                             if this.synced.load(Ordering::Acquire) < appended_then {
-                                this.lead_sync();
+                                this.sync_in_turn();
                             }
                             was_always = true;
                         }
@@ -1389,7 +1430,7 @@ mod tests {
 
     /// Under `always`, connections on two threads wait for their batches at once:
     /// each is made durable by an fsync a thread runs before it sleeps, nobody is
-    /// left waiting, and the flag of a running fsync is down afterwards.
+    /// left waiting, and no thread holds or waits for the turn to sync afterwards.
     #[test]
     fn concurrent_waiters_share_fsyncs_and_all_return() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -1430,7 +1471,11 @@ mod tests {
             last
         });
         assert_eq!(last, tasks);
+        // A thread may still be in its hook, about to find nothing left to sync:
+        // dropping the runtime waits for it.
+        drop(runtime);
         assert!(!p.syncing.load(Ordering::Acquire));
+        assert!(!p.sync_next.load(Ordering::Acquire));
         p.close().expect("closed");
         drop(p);
         let p = open(dir.path());

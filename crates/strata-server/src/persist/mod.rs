@@ -1021,11 +1021,14 @@ impl Persistence {
         if !self.take_turn() {
             return;
         }
-        let turn = Turn(self);
-        if !self.fully_synced() {
-            // A failure is recorded in `error`, which the woken waiters read.
-            let _ = self.sync_unannounced();
+        if self.fully_synced() {
+            // The fsync that just ended covered it all, and woke the waiters.
+            self.syncing.store(false, Ordering::Release);
+            return;
         }
+        let turn = Turn(self);
+        // A failure is recorded in `error`, which the woken waiters read.
+        let _ = self.sync_unannounced();
         drop(turn);
     }
 
@@ -1056,8 +1059,8 @@ impl Persistence {
                 break false;
             }
         };
-        // Given up before the fsync reads its target: a thread that appends after
-        // this may wait for the next one itself.
+        // Cleared before this thread's fsync reads which batches it covers: a
+        // thread whose batches come after that finds the place free.
         self.sync_next.store(false, Ordering::Release);
         took
     }

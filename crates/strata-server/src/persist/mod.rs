@@ -849,7 +849,11 @@ impl Persistence {
             self.reap_dead_namespaces();
         }
         // Under `always` the reply's wait makes the batch durable (`wait_synced`).
-        let n = self.appended.fetch_add(1, Ordering::AcqRel) + 1;
+        // Sequentially consistent: the wait then reads `syncer_idle`, which the
+        // syncer sets before it reads this (see `spawn_syncer`); with weaker
+        // orderings each could miss the other's write. (The same locked
+        // instruction on x86.)
+        let n = self.appended.fetch_add(1, Ordering::SeqCst) + 1;
         Ok(Some(n))
     }
 
@@ -1419,6 +1423,18 @@ mod tests {
         Persistence::open(dir, ks, fsync, replay, 1).expect("open")
     }
 
+    /// A runtime of `workers` threads that sync before they sleep, as the
+    /// server's do.
+    fn hooked_runtime(p: &Arc<Persistence>, workers: usize) -> tokio::runtime::Runtime {
+        let p = p.clone();
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .on_thread_park(move || p.sync_before_sleep())
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
     fn put(db: usize, key: &str, value: &[u8]) -> Record {
         let v = strata_keyspace::serialize::to_vec(&strata_keyspace::Value::string(value));
         Record {
@@ -1438,15 +1454,7 @@ mod tests {
     fn concurrent_waiters_share_fsyncs_and_all_return() {
         let dir = tempfile::tempdir().expect("temp dir");
         let p = Arc::new(open_with(dir.path(), Appendfsync::Always));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .on_thread_park({
-                let p = p.clone();
-                move || p.sync_before_sleep()
-            })
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = hooked_runtime(&p, 2);
         let tasks = 64;
         let last = runtime.block_on(async {
             let waits: Vec<_> = (0..tasks)
@@ -1494,15 +1502,7 @@ mod tests {
     fn one_fsync_covers_a_turn_of_connections() {
         let dir = tempfile::tempdir().expect("temp dir");
         let p = Arc::new(open_with(dir.path(), Appendfsync::Always));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .on_thread_park({
-                let p = p.clone();
-                move || p.sync_before_sleep()
-            })
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = hooked_runtime(&p, 1);
         let turn = {
             let p = p.clone();
             async move {

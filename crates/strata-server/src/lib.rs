@@ -17,6 +17,7 @@ pub mod logging;
 pub mod memory;
 pub mod pause;
 pub mod persist;
+pub mod sched;
 pub mod state;
 pub mod stats;
 pub mod tls;
@@ -57,6 +58,8 @@ pub fn run(
     on_loglevel: Option<LogLevelSetter>,
 ) -> anyhow::Result<()> {
     let threads = config.io_threads.max(1);
+    // Before any thread starts: they inherit it.
+    sched::apply(config.sched_policy);
     let started = Arc::new(OnceLock::<Arc<ServerState>>::new());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)

@@ -18,7 +18,7 @@ use super::parse::{
 };
 use super::{
     Appendfsync, BindAddr, ClientClass, ClientOutputBufferLimit, Config, LogLevel, MaxmemoryPolicy,
-    ProtectedAction, SavePoint,
+    ProtectedAction, SavePoint, SchedPolicy,
 };
 
 /// Whether CONFIG SET may change a directive.
@@ -1123,6 +1123,23 @@ static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "sched-policy",
+        alias: None,
+        mutability: Immutable,
+        summary: "The Linux scheduling policy of the server's threads: batch (a thread \
+                  woken by a socket does not preempt the one running on its CPU) or \
+                  normal (strata-specific).",
+        kind: Kind::Enum {
+            names: SchedPolicy::NAMES,
+            get: |c| c.sched_policy.name(),
+            set: |c, v| {
+                SchedPolicy::from_name(v)
+                    .map(|p| c.sched_policy = p)
+                    .is_some()
+            },
+        },
+    },
+    Directive {
         name: "shards",
         alias: None,
         mutability: Immutable,
@@ -1228,6 +1245,7 @@ mod tests {
                 "pubsub-max-subscriptions-per-client",
                 "enable-debug-command",
                 "io-threads",
+                "sched-policy",
                 "shards",
             ]
         );
@@ -1246,6 +1264,7 @@ mod tests {
             "appendfilename",
             "enable-debug-command",
             "io-threads",
+            "sched-policy",
             "shards",
             "aclfile",
             // Mutable in Redis, which reconfigures TLS at run time; strata needs a restart.

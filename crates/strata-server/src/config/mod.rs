@@ -139,6 +139,18 @@ config_enum! {
 }
 
 config_enum! {
+    /// The Linux scheduling policy of the server's threads (`sched-policy`,
+    /// strata-specific).
+    SchedPolicy {
+        /// `SCHED_BATCH`: a thread that wakes (a socket became readable) waits for
+        /// the running one's turn to end instead of preempting it.
+        Batch = "batch",
+        /// `SCHED_OTHER`, the default of every Linux process.
+        Normal = "normal",
+    }
+}
+
+config_enum! {
     /// Who may use a dangerous feature such as DEBUG (Redis's protected action).
     ProtectedAction {
         /// Nobody.
@@ -331,6 +343,10 @@ pub struct Config {
     /// by default the number of CPUs (at most 128). Redis's default is 1 and its threads
     /// only move socket bytes.
     pub io_threads: usize,
+    /// `sched-policy` (strata only): `batch` — the threads' wake-ups do not
+    /// preempt the thread running on their CPU, so fewer context switches where the
+    /// server shares its CPUs (see [`SchedPolicy`]). Applied at start-up, on Linux.
+    pub sched_policy: SchedPolicy,
     /// `shards` (strata only): the number of keyspace shards, a power of two; 256.
     pub shards: usize,
     /// `hash-max-listpack-entries`: a hash with more fields leaves the compact encoding.
@@ -438,6 +454,7 @@ impl Default for Config {
             pubsub_max_subscriptions_per_client: 0,
             enable_debug_command: ProtectedAction::No,
             io_threads: cpus.clamp(1, 128),
+            sched_policy: SchedPolicy::Batch,
             shards: 256,
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
@@ -779,7 +796,7 @@ mod tests {
         );
         assert_eq!(
             names(&get(&config, &["maxmemory-p*", "*-policy"])),
-            ["maxmemory-policy"]
+            ["maxmemory-policy", "sched-policy"]
         );
     }
 
@@ -1166,12 +1183,13 @@ mod tests {
 
         /// Directives whose value in strata differs from Redis's on purpose: the port
         /// (a free one is used), dir (Redis shows its absolute working directory),
-        /// io-threads (strata's default is the CPU count), and shards,
+        /// io-threads (strata's default is the CPU count), and sched-policy, shards,
         /// pubsub-max-subscriptions-per-client and lua-memory-limit (strata only).
         const DIFFERENT: &[&str] = &[
             "port",
             "dir",
             "io-threads",
+            "sched-policy",
             "shards",
             "pubsub-max-subscriptions-per-client",
             "lua-memory-limit",

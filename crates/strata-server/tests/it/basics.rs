@@ -183,3 +183,51 @@ fn memory_usage_counts_the_value() {
         Value::Error(b"ERR syntax error".to_vec())
     );
 }
+
+/// The policy field (the 41st) of each of the process's threads, from /proc.
+#[cfg(target_os = "linux")]
+fn thread_policies(pid: u32) -> Vec<(String, u32)> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks") {
+        let path = task.expect("task").path();
+        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
+            continue; // a thread that ended meanwhile
+        };
+        // The name in parentheses may hold spaces: count the fields after it.
+        let (name, rest) = stat.split_once(") ").expect("stat");
+        let name = name.split_once(" (").expect("stat").1.to_owned();
+        let policy = rest.split(' ').nth(41 - 3).expect("policy field");
+        found.push((name, policy.parse().expect("policy")));
+    }
+    found
+}
+
+/// Every thread of the server runs under `sched-policy`: SCHED_BATCH (3) by
+/// default, SCHED_OTHER (0) with `normal`; the directive cannot change at run time.
+#[cfg(target_os = "linux")]
+#[test]
+fn sched_policy_covers_every_thread() {
+    for (args, want) in [(&[][..], 3), (&["--sched-policy", "normal"][..], 0)] {
+        let server = strata(args);
+        let mut c = server.client();
+        assert_eq!(c.cmd(&["PING"]), Value::Simple("PONG".into()));
+        let threads = thread_policies(server.pid());
+        assert!(
+            threads
+                .iter()
+                .filter(|(n, _)| n.starts_with("strata-io"))
+                .count()
+                >= 1,
+            "{threads:?}"
+        );
+        for (name, policy) in &threads {
+            assert_eq!(*policy, want, "thread {name} under {args:?}: {threads:?}");
+        }
+    }
+    let server = strata(&[]);
+    let mut c = server.client();
+    let Value::Error(e) = c.cmd(&["CONFIG", "SET", "sched-policy", "normal"]) else {
+        panic!("sched-policy changed at run time");
+    };
+    assert!(e.ends_with(b"can't set immutable config"), "{e:?}");
+}

@@ -59,7 +59,10 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let threads = config.io_threads.max(1);
     // Before any thread starts: they inherit it.
-    sched::apply(config.sched_policy);
+    sched::start(
+        config.sched_policy,
+        config.appendonly && config.appendfsync == config::Appendfsync::Always,
+    );
     let started = Arc::new(OnceLock::<Arc<ServerState>>::new());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)

@@ -9,33 +9,83 @@
 //! its time slice instead: on the 2-CPU machine of docs/BENCHMARKS.md that cut the
 //! server's context switches on a 50-connection load eightfold and raised its
 //! throughput by a quarter ("The threads under `SCHED_BATCH`").
+//!
+//! Under `appendfsync always` the opposite holds: every reply waits for an fsync,
+//! and each wake-up on that path (the thread whose fsync returned, the worker that
+//! writes the replies) is latency a reply pays; waiting there for another thread's
+//! time slice cost a tenth of the throughput. So `batch` applies while the log is
+//! off or not fsynced for each reply, and the threads that serve connections go
+//! back to the normal policy under `always`.
 
 use crate::config::SchedPolicy;
 
-/// Sets the calling thread's policy; threads it starts afterwards inherit it, so
-/// called before the runtime and the background threads start, it covers them all.
-/// A policy the system refuses is reported and left as it was.
-pub fn apply(policy: SchedPolicy) {
-    if let Err(e) = set(policy) {
+/// The policy the threads run under `sched-policy` when `always` says whether
+/// each reply waits for an fsync.
+pub fn effective(policy: SchedPolicy, always: bool) -> SchedPolicy {
+    if always { SchedPolicy::Normal } else { policy }
+}
+
+/// At start-up: sets the calling thread's policy; threads it starts afterwards
+/// inherit it, so called before the runtime and the background threads start, it
+/// covers them all. A policy the system refuses is reported and left as it was.
+pub fn start(policy: SchedPolicy, always: bool) {
+    let wanted = effective(policy, always);
+    if let Err(e) = set(0, wanted) {
         tracing::warn!(
             "could not set the scheduling policy '{}': {e}",
-            policy.name()
+            wanted.name()
+        );
+    }
+}
+
+/// At run time (CONFIG SET appendfsync or appendonly): sets the policy of every
+/// thread of the process; threads they start afterwards inherit it.
+pub fn reconfigure(policy: SchedPolicy, always: bool) {
+    let wanted = effective(policy, always);
+    if let Err(e) = set_all(wanted) {
+        tracing::warn!(
+            "could not set the scheduling policy '{}': {e}",
+            wanted.name()
         );
     }
 }
 
 #[cfg(target_os = "linux")]
+fn set_all(policy: SchedPolicy) -> std::io::Result<()> {
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let Some(tid) = task?
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        match set(tid, policy) {
+            // A thread that ended meanwhile.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_all(policy: SchedPolicy) -> std::io::Result<()> {
+    set(0, policy)
+}
+
+#[cfg(target_os = "linux")]
 #[allow(unsafe_code)] // One system call, which libc declares and rustix does not wrap.
-fn set(policy: SchedPolicy) -> std::io::Result<()> {
+fn set(tid: i32, policy: SchedPolicy) -> std::io::Result<()> {
     let policy = match policy {
         SchedPolicy::Batch => libc::SCHED_BATCH,
         SchedPolicy::Normal => libc::SCHED_OTHER,
     };
     // Both policies take priority 0.
     let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is a valid `sched_param` for the duration of the call, and pid
-    // 0 names the calling thread.
-    let code = unsafe { libc::sched_setscheduler(0, policy, &param) };
+    // SAFETY: `param` is a valid `sched_param` for the duration of the call; `tid`
+    // names a thread of this process (0: the calling one), or none (an error).
+    let code = unsafe { libc::sched_setscheduler(tid, policy, &param) };
     if code == 0 {
         Ok(())
     } else {
@@ -44,7 +94,7 @@ fn set(policy: SchedPolicy) -> std::io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn set(policy: SchedPolicy) -> std::io::Result<()> {
+fn set(_tid: i32, policy: SchedPolicy) -> std::io::Result<()> {
     match policy {
         SchedPolicy::Normal => Ok(()),
         SchedPolicy::Batch => Err(std::io::Error::new(
@@ -65,16 +115,25 @@ mod tests {
         unsafe { libc::sched_getscheduler(0) }
     }
 
+    /// `batch` gives way to the normal policy while each reply waits for an fsync.
+    #[test]
+    fn always_runs_the_normal_policy() {
+        assert_eq!(effective(SchedPolicy::Batch, false), SchedPolicy::Batch);
+        assert_eq!(effective(SchedPolicy::Batch, true), SchedPolicy::Normal);
+        assert_eq!(effective(SchedPolicy::Normal, false), SchedPolicy::Normal);
+        assert_eq!(effective(SchedPolicy::Normal, true), SchedPolicy::Normal);
+    }
+
     /// Each policy takes effect on the calling thread and is inherited by the
     /// threads it starts; and a thread may go back to the normal policy.
     #[test]
     fn the_policy_is_set_and_inherited() {
         std::thread::spawn(|| {
-            set(SchedPolicy::Batch).expect("SCHED_BATCH needs no privilege");
+            set(0, SchedPolicy::Batch).expect("SCHED_BATCH needs no privilege");
             assert_eq!(current(), libc::SCHED_BATCH);
             let child = std::thread::spawn(current).join().expect("child");
             assert_eq!(child, libc::SCHED_BATCH);
-            set(SchedPolicy::Normal).expect("back to SCHED_OTHER");
+            set(0, SchedPolicy::Normal).expect("back to SCHED_OTHER");
             assert_eq!(current(), libc::SCHED_OTHER);
         })
         .join()

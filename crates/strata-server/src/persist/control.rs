@@ -534,6 +534,10 @@ pub fn bgrewriteaof(state: &ServerState) -> Result<&'static str, String> {
 /// CONFIG SET appendonly / appendfsync took effect in the configuration.
 pub fn config_changed(state: &ServerState, name: &str) {
     let cfg = state.config.read();
+    crate::sched::reconfigure(
+        cfg.sched_policy,
+        cfg.appendonly && cfg.appendfsync == crate::config::Appendfsync::Always,
+    );
     match name {
         "appendonly" => {
             let on = cfg.appendonly;

@@ -231,3 +231,31 @@ fn sched_policy_covers_every_thread() {
     };
     assert!(e.ends_with(b"can't set immutable config"), "{e:?}");
 }
+
+/// Under `appendfsync always` the threads run the normal policy (every reply waits
+/// for an fsync, and their wake-ups are on its path); CONFIG SET appendfsync moves
+/// every thread from one policy to the other before it replies.
+#[cfg(target_os = "linux")]
+#[test]
+fn appendfsync_always_runs_the_normal_policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = crate::support::strata_in(dir.path(), &["--appendfsync", "always"]);
+    let mut c = server.client();
+    let check = |c: &mut crate::support::Raw, want: u32| {
+        assert_eq!(c.cmd(&["SET", "k", "v"]), Value::Simple("OK".into()));
+        let threads = thread_policies(server.pid());
+        assert!(threads.len() >= 4, "{threads:?}");
+        assert!(
+            threads.iter().all(|(_, p)| *p == want),
+            "want {want}: {threads:?}"
+        );
+    };
+    check(&mut c, 0);
+    for (fsync, want) in [("everysec", 3), ("always", 0), ("no", 3)] {
+        assert_eq!(
+            c.cmd(&["CONFIG", "SET", "appendfsync", fsync]),
+            Value::Simple("OK".into())
+        );
+        check(&mut c, want);
+    }
+}

@@ -58,8 +58,8 @@ pub fn run(
     on_loglevel: Option<LogLevelSetter>,
 ) -> anyhow::Result<()> {
     let threads = config.io_threads.max(1);
-    // Before any thread starts: they inherit it.
-    sched::start(
+    // Before the runtime and the background threads start: they inherit it.
+    sched::apply(
         config.sched_policy,
         config.appendonly && config.appendfsync == config::Appendfsync::Always,
     );

@@ -25,22 +25,12 @@ pub fn effective(policy: SchedPolicy, always: bool) -> SchedPolicy {
     if always { SchedPolicy::Normal } else { policy }
 }
 
-/// At start-up: sets the calling thread's policy; threads it starts afterwards
-/// inherit it, so called before the runtime and the background threads start, it
-/// covers them all. A policy the system refuses is reported and left as it was.
-pub fn start(policy: SchedPolicy, always: bool) {
-    let wanted = effective(policy, always);
-    if let Err(e) = set(0, wanted) {
-        tracing::warn!(
-            "could not set the scheduling policy '{}': {e}",
-            wanted.name()
-        );
-    }
-}
-
-/// At run time (CONFIG SET appendfsync or appendonly): sets the policy of every
-/// thread of the process; threads they start afterwards inherit it.
-pub fn reconfigure(policy: SchedPolicy, always: bool) {
+/// Sets the policy `policy` and `always` make effective on every thread of the
+/// process; threads started afterwards inherit it. Called at start-up, before the
+/// runtime and the background threads start, and again when CONFIG SET appendfsync
+/// or appendonly takes effect. A policy the system refuses is reported and left as
+/// it was.
+pub fn apply(policy: SchedPolicy, always: bool) {
     let wanted = effective(policy, always);
     if let Err(e) = set_all(wanted) {
         tracing::warn!(

@@ -534,7 +534,7 @@ pub fn bgrewriteaof(state: &ServerState) -> Result<&'static str, String> {
 /// CONFIG SET appendonly / appendfsync took effect in the configuration.
 pub fn config_changed(state: &ServerState, name: &str) {
     let cfg = state.config.read();
-    crate::sched::reconfigure(
+    crate::sched::apply(
         cfg.sched_policy,
         cfg.appendonly && cfg.appendfsync == crate::config::Appendfsync::Always,
     );

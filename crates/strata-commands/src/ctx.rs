@@ -477,10 +477,18 @@ impl<'a> Keys<'a> {
     /// Takes the big values of the keys that expired in the shards held (see
     /// [`Db::take_expired_values`]): kept for the background with
     /// `lazyfree-lazy-expire`, dropped here otherwise.
+    #[inline]
     pub fn collect_expired_values(&mut self) {
-        if !strata_keyspace::db::expired_values_waiting() {
-            return;
+        if strata_keyspace::db::expired_values_waiting() {
+            self.collect_expired_values_now();
         }
+    }
+
+    /// The body of [`Keys::collect_expired_values`], out of the common path (as
+    /// are the other after-command steps' that rarely have work: a call to a
+    /// function of large frame costs some 20 instructions before its first check).
+    #[inline(never)]
+    fn collect_expired_values_now(&mut self) {
         let lazy = self.lazyfree.expire;
         for (_, shard) in self.guards.iter_mut() {
             for db in shard.dbs_mut() {
@@ -585,10 +593,16 @@ impl<'a> Keys<'a> {
 
     /// Turns the keys the last command changed into records (see
     /// [`crate::effects`]); called after each command, with its locks still held.
+    #[inline]
     pub fn finish_command(&mut self, rule: LogRule, argv: &[&[u8]]) {
-        if self.changed_keys.is_empty() {
-            return;
+        if !self.changed_keys.is_empty() {
+            self.make_records(rule, argv);
         }
+    }
+
+    /// The body of [`Keys::finish_command`] (see [`Keys::collect_expired_values_now`]).
+    #[inline(never)]
+    fn make_records(&mut self, rule: LogRule, argv: &[&[u8]]) {
         let now = self.now_ms;
         let changed = std::mem::take(&mut self.changed_keys);
         let mut explicit = std::mem::take(&mut self.explicit_ops);
@@ -756,14 +770,19 @@ impl<'a> Keys<'a> {
     /// Publishes the events the databases of the held shards logged and nobody
     /// published yet (expiries found by lookups, keys added). Called before each
     /// event a command sends and after each command.
+    #[inline]
     pub fn flush_events(&mut self) {
-        let Some(hub) = self.notify else {
-            return;
-        };
-        let tracking = hub.tracking.active() > 0;
-        if hub.notify_flags() == 0 && !tracking {
-            return;
+        if let Some(hub) = self.notify
+            && (hub.notify_flags() != 0 || hub.tracking.active() > 0)
+        {
+            self.publish_events(hub);
         }
+    }
+
+    /// The body of [`Keys::flush_events`] (see [`Keys::collect_expired_values_now`]).
+    #[inline(never)]
+    fn publish_events(&mut self, hub: &PubSub) {
+        let tracking = hub.tracking.active() > 0;
         let now = self.now_ms;
         for (_, shard) in self.guards.iter_mut() {
             for (i, db) in shard.dbs_mut().iter_mut().enumerate() {
@@ -877,11 +896,13 @@ impl<'a> Held<'a> {
     /// Appends the records waiting to the log and unlocks the shard; returns the
     /// log sequence the replies in `out` must wait for, from every batch this hold
     /// appended. Should the log refuse the records, the replies of the commands that
-    /// made them become its error.
-    pub fn finish(mut self, server: &dyn Server, out: &mut Vec<u8>) -> Option<u64> {
+    /// made them become its error. The hold is then empty, as a new one. (By
+    /// reference: the hold is some 400 bytes, which a call taking it by value
+    /// copied.)
+    pub fn finish(&mut self, server: &dyn Server, out: &mut Vec<u8>) -> Option<u64> {
         let mut end = out.len();
         self.release_at(server, out, &mut end);
-        self.durable
+        self.durable.take()
     }
 
     /// [`Held::release`], keeping `anchor` at the same place of the output (see
@@ -909,6 +930,12 @@ impl<'a> Held<'a> {
         drop(keys);
         self.replies.clear();
         self.durable = self.durable.max(logged.ok().flatten());
+    }
+
+    /// [`Held::take_replies`] when no records wait (so neither do replies).
+    pub(crate) fn take_count(&mut self) {
+        debug_assert!(self.replies.is_empty());
+        self.commands = 0;
     }
 
     /// Takes the replies of the commands whose records wait (after [`Keys::adopt`]).
@@ -969,10 +996,12 @@ pub(crate) fn log_records(
     out: &mut Vec<u8>,
     anchor: &mut usize,
 ) -> Result<Option<u64>, ()> {
-    let records = keys.take_records();
-    if records.is_empty() {
+    if keys.records.is_empty() {
+        // Most commands: no batch to take (a move of its inline records).
+        keys.recorded_keys = None;
         return Ok(None);
     }
+    let records = keys.take_records();
     let mut located = crate::effects::Located::new();
     match server.log(&records, keys.now_ms, &mut located) {
         Ok(durable) => {

@@ -401,111 +401,118 @@ fn run_in<'a>(
         ReplyWriter::new(out, conn.proto).error(&CmdError::WrongArity(cmd.full_name()).to_bytes());
         return Outcome::rejected(Some(cmd));
     };
-    let mut keys = Keys::new(ks, conn.db, now_ms);
-    keys.track_ready = server.has_blocked_clients();
-    keys.logging_flag = server.logging_flag();
-    keys.lazyfree = server.lazyfree();
+    // The view lives in this block and is dropped where it ends, releasing its
+    // shards: `drop(keys)` moved its 500 bytes into the call first.
     let hub = server.pubsub();
-    keys.notify = hub;
-    keys.client_id = conn.info.id;
-    keys.no_touch = conn
-        .info
-        .no_touch
-        .load(std::sync::atomic::Ordering::Relaxed)
-        && cmd.name != "touch";
-    let tiering = strata_keyspace::value::cold_keys() > 0;
-    if tiering {
-        // Values left memory since the command was found holdable: the commands
-        // before it are logged before it may have to wait for values.
-        held.release_at(server, out, start);
-    }
-    if held.shard().is_some() {
-        keys.adopt(held);
-    } else if let Err(busy) = lock_for(server, &mut keys, cmd, argv, shard) {
-        ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
-        return Outcome::rejected(Some(cmd));
-    }
-    if tiering {
-        let cold = cold_values(server, ks, &mut keys, conn, cmd, argv, now_ms);
-        if !cold.is_empty() {
-            if conn.fetch_cold {
-                return Outcome {
-                    cmd: Some(cmd),
-                    rejected: false,
-                    failed: false,
-                    dirty: 0,
-                    ready: Vec::new(),
-                    durable: None,
-                    fetch: cold,
-                    reply_at: 0,
-                };
+    let (freed, dirty, ready, failed, durable) = {
+        let mut keys = Keys::new(ks, conn.db, now_ms);
+        keys.track_ready = server.has_blocked_clients();
+        keys.logging_flag = server.logging_flag();
+        keys.lazyfree = server.lazyfree();
+        keys.notify = hub;
+        keys.client_id = conn.info.id;
+        keys.no_touch = conn
+            .info
+            .no_touch
+            .load(std::sync::atomic::Ordering::Relaxed)
+            && cmd.name != "touch";
+        let tiering = strata_keyspace::value::cold_keys() > 0;
+        if tiering {
+            // Values left memory since the command was found holdable: the commands
+            // before it are logged before it may have to wait for values.
+            held.release_at(server, out, start);
+        }
+        if held.shard().is_some() {
+            keys.adopt(held);
+        } else if let Err(busy) = lock_for(server, &mut keys, cmd, argv, shard) {
+            ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
+            return Outcome::rejected(Some(cmd));
+        }
+        if tiering {
+            let cold = cold_values(server, ks, &mut keys, conn, cmd, argv, now_ms);
+            if !cold.is_empty() {
+                if conn.fetch_cold {
+                    return Outcome {
+                        cmd: Some(cmd),
+                        rejected: false,
+                        failed: false,
+                        dirty: 0,
+                        ready: Vec::new(),
+                        durable: None,
+                        fetch: cold,
+                        reply_at: 0,
+                    };
+                }
+                if let Err(e) = tiered::warm_all(server, &mut keys, &cold) {
+                    drop(keys);
+                    ReplyWriter::new(out, conn.proto).error(&e.to_bytes());
+                    return Outcome::rejected(Some(cmd));
+                }
             }
-            if let Err(e) = tiered::warm_all(server, &mut keys, &cold) {
-                drop(keys);
-                ReplyWriter::new(out, conn.proto).error(&e.to_bytes());
-                return Outcome::rejected(Some(cmd));
+        }
+        let proto = conn.proto;
+        // Records made before this command (under a held shard).
+        let adopted = keys.records_made();
+        let mut ctx = Ctx {
+            keys: &mut keys,
+            out: ReplyWriter::new(out, proto),
+            conn,
+            server,
+            cmd,
+        };
+        let result = handler(&mut ctx, argv);
+        ctx.keys.finish_command(cmd.log_rule, argv);
+        remember_reads(&mut ctx, cmd, argv);
+        ctx.keys.flush_events();
+        if let Some(hub) = hub
+            && hub.tracking.active() > 0
+        {
+            let keys = &mut ctx.keys;
+            hub.tracking
+                .flush_bcast(keys.client_id, &hub.limits, &mut keys.tracking, keys.now_ms);
+            ctx.conn
+                .after_reply
+                .append(&mut ctx.keys.tracking.after_reply);
+        }
+        ctx.keys.collect_expired_values();
+        let freed = std::mem::take(&mut ctx.keys.freed);
+        let dirty = ctx.keys.dirty;
+        let ready = std::mem::take(&mut ctx.keys.ready);
+        let mut failed = match result {
+            Ok(()) => out.get(*start) == Some(&b'-'),
+            Err(e) => {
+                debug_assert_eq!(
+                    out.len(),
+                    *start,
+                    "{} wrote a reply and then failed",
+                    cmd.full_name()
+                );
+                out.truncate(*start);
+                ReplyWriter::new(out, proto).error(&e.to_bytes());
+                true
+            }
+        };
+        let reply = (keys.records_made() > adopted).then_some(*start..out.len());
+        let mut durable = None;
+        if shard.is_some() && !tiering && ready.is_empty() && conn.block.is_none() {
+            // Its shard and records stay for the next command (see `Held`).
+            held.ran(reply);
+            keys.hand_over(held);
+        } else if keys.records.is_empty() {
+            // Nothing to log: no replies to gather.
+            held.take_count();
+        } else {
+            // Logged while the command's shard locks are still held, so that the log's
+            // order of changes to a key is the order in which they happened.
+            let mut replies = held.take_replies();
+            replies.extend(reply);
+            match log_records(server, &mut keys, &replies, out, start) {
+                Ok(n) => durable = n,
+                Err(()) => failed = true,
             }
         }
-    }
-    let proto = conn.proto;
-    // Records made before this command (under a held shard).
-    let adopted = keys.records_made();
-    let mut ctx = Ctx {
-        keys: &mut keys,
-        out: ReplyWriter::new(out, proto),
-        conn,
-        server,
-        cmd,
+        (freed, dirty, ready, failed, durable)
     };
-    let result = handler(&mut ctx, argv);
-    ctx.keys.finish_command(cmd.log_rule, argv);
-    remember_reads(&mut ctx, cmd, argv);
-    ctx.keys.flush_events();
-    if let Some(hub) = hub
-        && hub.tracking.active() > 0
-    {
-        let keys = &mut ctx.keys;
-        hub.tracking
-            .flush_bcast(keys.client_id, &hub.limits, &mut keys.tracking, keys.now_ms);
-        ctx.conn
-            .after_reply
-            .append(&mut ctx.keys.tracking.after_reply);
-    }
-    ctx.keys.collect_expired_values();
-    let freed = std::mem::take(&mut ctx.keys.freed);
-    let dirty = ctx.keys.dirty;
-    let ready = std::mem::take(&mut ctx.keys.ready);
-    let mut failed = match result {
-        Ok(()) => out.get(*start) == Some(&b'-'),
-        Err(e) => {
-            debug_assert_eq!(
-                out.len(),
-                *start,
-                "{} wrote a reply and then failed",
-                cmd.full_name()
-            );
-            out.truncate(*start);
-            ReplyWriter::new(out, proto).error(&e.to_bytes());
-            true
-        }
-    };
-    let reply = (keys.records_made() > adopted).then_some(*start..out.len());
-    let mut durable = None;
-    if shard.is_some() && !tiering && ready.is_empty() && conn.block.is_none() {
-        // Its shard and records stay for the next command (see `Held`).
-        held.ran(reply);
-        keys.hand_over(held);
-    } else {
-        // Logged while the command's shard locks are still held, so that the log's
-        // order of changes to a key is the order in which they happened.
-        let mut replies = held.take_replies();
-        replies.extend(reply);
-        match log_records(server, &mut keys, &replies, out, start) {
-            Ok(n) => durable = n,
-            Err(()) => failed = true,
-        }
-    }
-    drop(keys);
     if !freed.is_empty() {
         server.free_later(freed.into_iter().map(Detached::Value).collect());
     }
@@ -586,11 +593,17 @@ fn cold_values(
 /// CLIENT TRACKING: remembers the keys a read-only command of a tracking client
 /// read (not in BCAST mode; with OPTIN only after CLIENT CACHING YES, with OPTOUT
 /// unless CLIENT CACHING NO).
+#[inline]
 pub fn remember_reads(ctx: &mut Ctx, cmd: &Command, argv: &[&[u8]]) {
-    let info = &ctx.conn.info;
-    if !info.tracking_on.load(Ordering::Relaxed) || !cmd.flags.contains(Flags::READONLY) {
-        return;
+    if ctx.conn.info.tracking_on.load(Ordering::Relaxed) && cmd.flags.contains(Flags::READONLY) {
+        remember_tracked_reads(ctx, cmd, argv);
     }
+}
+
+/// The body of [`remember_reads`], out of the common path.
+#[inline(never)]
+fn remember_tracked_reads(ctx: &mut Ctx, cmd: &Command, argv: &[&[u8]]) {
+    let info = &ctx.conn.info;
     let Some(hub) = ctx.server.pubsub() else {
         return;
     };
@@ -710,7 +723,7 @@ mod tests {
         }
 
         fn release(&mut self) -> String {
-            let held = std::mem::replace(&mut self.held, Held::new(self.ks));
+            let mut held = std::mem::replace(&mut self.held, Held::new(self.ks));
             self.durable = held.finish(self.server, &mut self.out);
             String::from_utf8_lossy(&std::mem::take(&mut self.out)).into_owned()
         }

@@ -22,8 +22,17 @@ pub fn shown(cmd: &Command) -> bool {
 }
 
 /// Sends the line for a command that ran to every MONITOR client.
+#[inline]
 pub fn feed(hub: &PubSub, conn: &ConnState, cmd: &Command, argv: &[&[u8]], now_ms: u64) {
-    if !hub.has_monitors() || !shown(cmd) {
+    if hub.has_monitors() {
+        feed_monitors(hub, conn, cmd, argv, now_ms);
+    }
+}
+
+/// The body of [`feed`], out of the common path (no monitor).
+#[inline(never)]
+fn feed_monitors(hub: &PubSub, conn: &ConnState, cmd: &Command, argv: &[&[u8]], now_ms: u64) {
+    if !shown(cmd) {
         return;
     }
     let micros = SystemTime::now()

@@ -480,6 +480,9 @@ impl Server for ServerState {
     }
 
     fn write_error(&self) -> Option<String> {
+        if !crate::persist::Persistence::any_failed() {
+            return None;
+        }
         self.persist.load().as_ref().and_then(|p| p.write_error())
     }
 

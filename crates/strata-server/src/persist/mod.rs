@@ -41,7 +41,7 @@ pub mod replay;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
@@ -74,6 +74,11 @@ const SYNCER_QUIET_POLLS: u32 = 100;
 /// How long the syncer sleeps otherwise (it is woken for errors, shutdown, policy
 /// changes and, under `always`, the first wait after a quiet time).
 const SYNCER_IDLE_POLL: Duration = Duration::from_millis(100);
+
+/// Stores of this process that refuse writes (their `error` is set). Zero means no
+/// store has an error, which write commands check before each run without finding
+/// the server's current store (see [`Persistence::any_failed`]).
+static FAILED_STORES: AtomicUsize = AtomicUsize::new(0);
 
 /// Which namespace each database's keys live in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -255,6 +260,15 @@ pub struct Persistence {
     stop: AtomicBool,
 }
 
+impl Drop for Persistence {
+    fn drop(&mut self) {
+        // A store dropped with an error no longer refuses anything.
+        if self.error.get_mut().is_some() {
+            FAILED_STORES.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
 impl std::fmt::Debug for Persistence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Persistence")
@@ -417,6 +431,13 @@ impl Persistence {
         fsync_from_code(self.fsync.load(Ordering::Relaxed))
     }
 
+    /// Whether any store of this process refuses writes: false means that none
+    /// does, so a write need not ask its server's store.
+    #[inline]
+    pub fn any_failed() -> bool {
+        FAILED_STORES.load(Ordering::Acquire) != 0
+    }
+
     pub fn write_error(&self) -> Option<String> {
         if !self.failed.load(Ordering::Acquire) {
             return None;
@@ -426,6 +447,15 @@ impl Persistence {
 
     fn set_error(&self, text: Option<String>) {
         let mut error = self.error.lock();
+        match (error.is_some(), text.is_some()) {
+            (false, true) => {
+                FAILED_STORES.fetch_add(1, Ordering::AcqRel);
+            }
+            (true, false) => {
+                FAILED_STORES.fetch_sub(1, Ordering::AcqRel);
+            }
+            _ => {}
+        }
         self.failed.store(text.is_some(), Ordering::Release);
         *error = text;
     }

@@ -505,7 +505,9 @@ fn run_in<'a>(
             // Logged while the command's shard locks are still held, so that the log's
             // order of changes to a key is the order in which they happened.
             let mut replies = held.take_replies();
-            replies.extend(reply);
+            if let Some(reply) = reply {
+                replies.push(reply);
+            }
             match log_records(server, &mut keys, &replies, out, start) {
                 Ok(n) => durable = n,
                 Err(()) => failed = true,

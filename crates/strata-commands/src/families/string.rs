@@ -369,8 +369,13 @@ fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 false
             }
         }
-    } else {
+    } else if nx || xx {
         ctx.keys.exists(key)
+    } else {
+        // Not asked: storing looks the key up itself, removing it first if it
+        // expired (with the same event and count as a lookup here), so a plain SET
+        // finds its key once.
+        false
     };
     if (nx && exists) || (xx && !exists) {
         if !get {

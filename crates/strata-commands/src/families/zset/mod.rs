@@ -486,6 +486,10 @@ fn parse_score(arg: &[u8]) -> Result<f64, CmdError> {
 }
 
 pub(crate) fn parse_double(arg: &[u8]) -> Option<f64> {
+    // Never infinite nor an underflow: the checks below do not apply.
+    if let Some(v) = crate::parse::plain_int_f64(arg) {
+        return Some(v);
+    }
     let v = crate::parse::parse_f64(arg)?;
     let text = arg.to_ascii_lowercase();
     let body = text

@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod blocking;
+pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod cron;

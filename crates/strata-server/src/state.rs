@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 use strata_commands::mailbox::{ClassLimit, OutputClass};
@@ -75,9 +75,7 @@ pub struct ServerState {
 }
 
 pub fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    crate::clock::unix_ms()
 }
 
 impl ServerState {

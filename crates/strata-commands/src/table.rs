@@ -235,6 +235,19 @@ fn name_hash(name: &[u8]) -> u32 {
     h
 }
 
+/// Whether `name` is `key` (a lowercase name) in any case: `eq_ignore_ascii_case`
+/// lowercases both sides of every byte (some 25 instructions a byte); a byte of
+/// `key` that is a lowercase letter matches either case of it by setting bit 5 of
+/// the byte compared, and any other byte matches only itself.
+#[inline]
+fn name_matches(key: &[u8], name: &[u8]) -> bool {
+    key.len() == name.len()
+        && key.iter().zip(name).all(|(&k, &n)| {
+            let fold = if k.is_ascii_lowercase() { 0x20 } else { 0 };
+            n | fold == k
+        })
+}
+
 impl Registry {
     /// A registry of the given commands. Each entry is copied once, at start-up, into
     /// a `'static` allocation that carries its id (and, for subcommands, its parent).
@@ -279,7 +292,7 @@ impl Registry {
         let mask = self.by_name.len() - 1;
         let mut i = name_hash(name) as usize & mask;
         while let Some((key, cmd)) = &self.by_name[i] {
-            if key.eq_ignore_ascii_case(name) {
+            if name_matches(key, name) {
                 return Some(cmd);
             }
             i = (i + 1) & mask;
@@ -549,6 +562,20 @@ mod tests {
             for variant in [name.to_string(), upper, mixed] {
                 let found = registry.get(variant.as_bytes()).map(|c| c.name);
                 assert_eq!(found, Some(*name), "{variant}");
+            }
+            // Every byte value at every position: only the same letter in either
+            // case (or the same byte) finds the command.
+            for i in 0..name.len() {
+                for b in 0..=255u8 {
+                    let mut variant = name.as_bytes().to_vec();
+                    variant[i] = b;
+                    let same = registry.get(&variant).is_some_and(|c| c.name == *name);
+                    assert_eq!(
+                        same,
+                        b.eq_ignore_ascii_case(&name.as_bytes()[i]),
+                        "{variant:?}"
+                    );
+                }
             }
             let mut longer = name.as_bytes().to_vec();
             longer.push(b'_');

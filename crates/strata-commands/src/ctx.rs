@@ -949,16 +949,16 @@ impl<'a> Held<'a> {
         self.durable = self.durable.max(logged.ok().flatten());
     }
 
-    /// [`Held::take_replies`] when no records wait (so neither do replies).
-    pub(crate) fn take_count(&mut self) {
-        debug_assert!(self.replies.is_empty());
-        self.commands = 0;
+    /// The replies of the commands whose records wait (see [`Held::ran`]).
+    pub(crate) fn replies(&self) -> &[std::ops::Range<usize>] {
+        &self.replies
     }
 
-    /// Takes the replies of the commands whose records wait (after [`Keys::adopt`]).
-    pub(crate) fn take_replies(&mut self) -> SmallVec<[std::ops::Range<usize>; 8]> {
+    /// Forgets the replies and the commands counted, once their records are logged
+    /// (after [`Keys::adopt`]).
+    pub(crate) fn clear_replies(&mut self) {
         self.commands = 0;
-        std::mem::take(&mut self.replies)
+        self.replies.clear();
     }
 }
 
@@ -1006,6 +1006,7 @@ impl RecordedKeys {
 /// `anchor`, a place in `out` (where the running command's reply begins), moves with
 /// the bytes before it. Returns the sequence the replies must wait for to be
 /// durable.
+#[inline]
 pub(crate) fn log_records(
     server: &dyn Server,
     keys: &mut Keys,
@@ -1018,6 +1019,18 @@ pub(crate) fn log_records(
         keys.recorded_keys = None;
         return Ok(None);
     }
+    append_records(server, keys, replies, out, anchor)
+}
+
+/// The body of [`log_records`] (see [`Keys::collect_expired_values_now`]).
+#[inline(never)]
+fn append_records(
+    server: &dyn Server,
+    keys: &mut Keys,
+    replies: &[std::ops::Range<usize>],
+    out: &mut Vec<u8>,
+    anchor: &mut usize,
+) -> Result<Option<u64>, ()> {
     let records = keys.take_records();
     let mut located = crate::effects::Located::new();
     match server.log(&records, keys.now_ms, &mut located) {

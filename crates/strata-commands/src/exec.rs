@@ -404,7 +404,7 @@ fn run_in<'a>(
     // The view lives in this block and is dropped where it ends, releasing its
     // shards: `drop(keys)` moved its 500 bytes into the call first.
     let hub = server.pubsub();
-    let (freed, dirty, ready, failed, durable) = {
+    let (outcome, freed) = {
         let mut keys = Keys::new(ks, conn.db, now_ms);
         keys.track_ready = server.has_blocked_clients();
         keys.logging_flag = server.logging_flag();
@@ -498,44 +498,42 @@ fn run_in<'a>(
             // Its shard and records stay for the next command (see `Held`).
             held.ran(reply);
             keys.hand_over(held);
-        } else if keys.records.is_empty() {
-            // Nothing to log: no replies to gather.
-            held.take_count();
         } else {
             // Logged while the command's shard locks are still held, so that the log's
-            // order of changes to a key is the order in which they happened.
-            let mut replies = held.take_replies();
-            if let Some(reply) = reply {
-                replies.push(reply);
-            }
-            match log_records(server, &mut keys, &replies, out, start) {
+            // order of changes to a key is the order in which they happened. The
+            // replies of the records' commands are needed only should the log
+            // refuse them.
+            held.ran(reply);
+            match log_records(server, &mut keys, held.replies(), out, start) {
                 Ok(n) => durable = n,
                 Err(()) => failed = true,
             }
+            held.clear_replies();
         }
-        (freed, dirty, ready, failed, durable)
+        let outcome = Outcome {
+            cmd: Some(cmd),
+            rejected: false,
+            failed,
+            dirty,
+            ready,
+            durable,
+            fetch: Vec::new(),
+            reply_at: 0,
+        };
+        (outcome, freed)
     };
     if !freed.is_empty() {
         server.free_later(freed.into_iter().map(Detached::Value).collect());
     }
-    if dirty > 0 {
-        server.add_dirty(dirty);
+    if outcome.dirty > 0 {
+        server.add_dirty(outcome.dirty);
     }
     if let Some(hub) = hub
         && !conn.replaying
     {
         crate::monitor::feed(hub, conn, cmd, argv, now_ms);
     }
-    Outcome {
-        cmd: Some(cmd),
-        rejected: false,
-        failed,
-        dirty,
-        ready,
-        durable,
-        fetch: Vec::new(),
-        reply_at: 0,
-    }
+    outcome
 }
 
 /// The values out of memory that `cmd` needs (`maxmemory-policy tiered`): those of

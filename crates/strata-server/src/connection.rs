@@ -24,14 +24,13 @@ use bytes::{Buf, BytesMut};
 use smallvec::SmallVec;
 use strata_commands::ctx::Held;
 use strata_commands::exec::execute_held;
-
-use crate::clock::monotonic_ns;
 use strata_commands::tiered::ColdKey;
 use strata_commands::{ClientInfo, ConnState};
 use strata_resp::request::{Limits, Parsed, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::blocking::Waiter;
+use crate::clock::monotonic_ns;
 use crate::state::{ServerState, unix_ms};
 use crate::tls::Stream;
 

@@ -74,9 +74,7 @@ pub struct ServerState {
     pub tiered: strata_commands::tiered::TieredStats,
 }
 
-pub fn unix_ms() -> u64 {
-    crate::clock::unix_ms()
-}
+pub use crate::clock::unix_ms;
 
 impl ServerState {
     /// A server's state for unit tests: the default configuration with the log off.

@@ -70,7 +70,7 @@ pub struct Keys<'a> {
     /// Records of the commands run so far, for the log.
     pub records: crate::effects::Batch,
     /// Records made since this view was created, those merged into an earlier
-    /// one included (see [`crate::effects::extend_merging`]).
+    /// one included (see [`crate::effects::push_merging`]).
     made: usize,
     /// The keys `records` has records of, built only when a key's database lists
     /// no records of it (see [`crate::effects::record_for`]) and kept up to date
@@ -638,7 +638,7 @@ impl<'a> Keys<'a> {
             // The key's database and the batch, borrowed side by side.
             let Keys {
                 guards,
-                records: earlier,
+                records: batch,
                 recorded_keys: recorded,
                 made,
                 ..
@@ -646,29 +646,29 @@ impl<'a> Keys<'a> {
             let db = guards[pos].1.db(db_index);
             // Only the key's first record in this batch can follow records of an
             // old value the store still holds.
-            let first = |key: &[u8]| {
+            let first = |batch: &crate::effects::Batch, key: &[u8]| {
                 let set = recorded.get_or_insert_with(|| {
                     let mut set = RecordedKeys::default();
-                    for r in earlier.iter() {
+                    for r in batch.iter() {
                         set.insert(r.db, &r.key);
                     }
                     set
                 });
                 !set.contains(db_index, key)
             };
-            let records =
-                crate::effects::record_for(db_index, db, hash, key, now, rule, argv, &ops, first);
+            let before = batch.len();
+            *made += crate::effects::record_for(
+                batch, db_index, db, hash, key, now, rule, argv, &ops, first,
+            );
             if let Some(set) = recorded {
-                for r in &records {
+                for r in batch.get(before..).unwrap_or_default() {
                     set.insert(r.db, &r.key);
                 }
             }
-            *made += records.len();
-            crate::effects::extend_merging(earlier, records);
         }
     }
 
-    /// The shortcut of [`crate::effects::extend_merging`]: when the batch's last
+    /// The shortcut of [`crate::effects::push_merging`]: when the batch's last
     /// record is this same mergeable command on `key` with the expiry the key has
     /// now, appends the command's arguments to it, with no record of its own built
     /// first (a pipeline's run of LPUSHes onto one list). False, and nothing

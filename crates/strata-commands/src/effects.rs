@@ -302,19 +302,22 @@ pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
     op_args(bytes).map(|argv| argv.map(|argv| argv.iter().map(|a| a.to_vec()).collect()))
 }
 
-/// The records for a key changed by one command, from its state now (the key, of
-/// hash `hash` in `db`, moves into the last of them).
+/// Appends to `batch` the records for a key changed by one command, from its state
+/// now (the key, of hash `hash` in `db`, moves into the last of them); returns how
+/// many it made, those merged into the batch's last record included (see
+/// [`push_merging`]).
 ///
 /// `explicit` are the operations the handler gave for this key (in order), `argv`
 /// the command and `rule` its table rule; `first` tells whether this is the key's
-/// first record in its batch (asked only when it matters, which is rare, and given
-/// the key).
+/// first record in `batch` (asked only when it matters, which is rare, and given
+/// the batch and the key).
 ///
 /// Operations on a key whose records the database does not list follow a
 /// [`RecordKind::Fresh`], so that replay never applies them to an old value the
 /// store may still hold.
 #[allow(clippy::too_many_arguments)]
 pub fn record_for(
+    batch: &mut Batch,
     db_index: usize,
     db: &mut Db,
     hash: u64,
@@ -323,133 +326,130 @@ pub fn record_for(
     rule: LogRule,
     argv: &[&[u8]],
     explicit: &[Vec<Vec<u8>>],
-    first: impl FnOnce(&[u8]) -> bool,
-) -> Records {
-    let kinds = match db.peek(hash, &key, now_ms) {
-        None => smallvec::smallvec![RecordKind::Delete],
-        Some(entry) => {
-            let mut kinds = kinds_of(db, entry, &key, rule, argv, explicit);
-            if !entry.is_logged()
-                && matches!(kinds.first(), Some(RecordKind::Op { .. }))
-                && first(&key)
-            {
-                kinds.insert(0, RecordKind::Fresh);
-            }
-            kinds
-        }
+    first: impl FnOnce(&Batch, &[u8]) -> bool,
+) -> usize {
+    let record = |key, kind| Record {
+        db: db_index,
+        key,
+        kind,
     };
-    let mut records: Records = kinds
-        .into_iter()
-        .map(|kind| Record {
-            db: db_index,
-            key: Vec::new(),
-            kind,
+    let Some(entry) = db.peek(hash, &key, now_ms) else {
+        push_merging(batch, record(key, RecordKind::Delete));
+        return 1;
+    };
+    let fresh = !entry.is_logged();
+    if explicit.is_empty() {
+        // Most commands: one record, built in place.
+        let kind = kind_of(db, entry, &key, rule, argv);
+        let mut made = 1;
+        if fresh && matches!(kind, RecordKind::Op { .. }) && first(batch, &key) {
+            batch.push(record(key.clone(), RecordKind::Fresh));
+            made += 1;
+        }
+        push_merging(batch, record(key, kind));
+        return made;
+    }
+    let expires_at = db.expire_at(entry).unwrap_or(0);
+    let mut kinds: Vec<RecordKind> = explicit
+        .iter()
+        .map(|op| RecordKind::Op {
+            op: encode_op(op),
+            expires_at,
         })
         .collect();
-    // The key moves into the last record; the others (rare: a tombstone first, or
-    // a handler's several operations) get copies.
-    if let Some((last, rest)) = records.split_last_mut() {
-        for r in rest {
-            r.key.clone_from(&key);
-        }
-        last.key = key;
+    if fresh && first(batch, &key) {
+        kinds.insert(0, RecordKind::Fresh);
     }
-    records
+    let made = kinds.len();
+    // The key moves into the last record; the others get copies. Only a lone
+    // record may join the batch's last.
+    let last = kinds.pop();
+    for kind in kinds {
+        batch.push(record(key.clone(), kind));
+    }
+    if let Some(kind) = last {
+        if made == 1 {
+            push_merging(batch, record(key, kind));
+        } else {
+            batch.push(record(key, kind));
+        }
+    }
+    made
 }
 
 /// A batch of records to append (most batches hold one command's one record).
 pub type Batch = smallvec::SmallVec<[Record; 2]>;
 
-/// Appends one key's `records` to `batch`; an operation that continues the batch's
-/// last one (same key, same expiry, see [`merge_ops`]) joins it instead of
-/// becoming a record of its own.
-pub fn extend_merging(batch: &mut Batch, records: Records) {
-    if let [next] = records.as_slice()
-        && let RecordKind::Op {
-            op: next_op,
-            expires_at: next_expiry,
-        } = &next.kind
+/// Appends `record` to `batch`; an operation that continues the batch's last one
+/// (same key, same expiry, see [`merge_ops`]) joins it instead of becoming a
+/// record of its own.
+pub fn push_merging(batch: &mut Batch, record: Record) {
+    if let RecordKind::Op {
+        op: next_op,
+        expires_at: next_expiry,
+    } = &record.kind
         && let Some(prev) = batch.last_mut()
-        && prev.db == next.db
-        && prev.key == next.key
+        && prev.db == record.db
+        && prev.key == record.key
         && let RecordKind::Op { op, expires_at } = &mut prev.kind
         && *expires_at == *next_expiry
         && merge_ops(op, next_op)
     {
         return;
     }
-    batch.extend(records);
+    batch.push(record);
 }
 
 /// Where each record of a batch went, when the keyspace is to list it (see
 /// [`crate::Server::log`]).
 pub type Located = smallvec::SmallVec<[Option<strata_keyspace::logref::LogLoc>; 4]>;
 
-/// The records of one key's change: one, but for a tombstone before a first
-/// operation or a handler's several operations.
-pub type Records = smallvec::SmallVec<[Record; 1]>;
-
 /// What the tombstone before an unlisted key's first operation costs besides the
 /// key: a record's header (the store's `HEADER_LEN`) and a namespace prefix.
 const FRESH_RECORD_COST: usize = 40;
 
-/// The kinds of record a change to `entry` logs (one for most commands).
-type Kinds = smallvec::SmallVec<[RecordKind; 1]>;
-
-fn kinds_of(
+/// The record a change to `entry` logs, when the handler gave no operations.
+fn kind_of(
     db: &Db,
     entry: &strata_keyspace::Entry,
     key: &[u8],
     rule: LogRule,
     argv: &[&[u8]],
-    explicit: &[Vec<Vec<u8>>],
-) -> Kinds {
+) -> RecordKind {
     let expires_at = db.expire_at(entry).unwrap_or(0);
-    if !explicit.is_empty() {
-        return explicit
-            .iter()
-            .map(|op| RecordKind::Op {
-                op: encode_op(op),
-                expires_at,
-            })
-            .collect();
+    let value = entry.value();
+    // A value out of memory (`maxmemory-policy tiered`) is unchanged — the
+    // commands that may run on one never change it — and is already the key's
+    // record in the store: only its expiry is logged.
+    if value.is_cold() || rule == LogRule::Expiry {
+        return RecordKind::Op {
+            op: vec![OP_EXPIRY],
+            expires_at,
+        };
     }
-    // O(1) per command, whatever the value's size.
-    let value_size = entry.value().size_quick() + 1;
-    // An operation on a key the database lists no records of costs a tombstone too
-    // (see `record_for`), and the key's records become a chain, listed by key bytes;
-    // the whole value is one record that the key's table slot lists in place.
-    let fresh_cost = if entry.is_logged() {
-        0
-    } else {
-        FRESH_RECORD_COST + key.len()
-    };
-    let kind = match rule {
-        // A value out of memory (`maxmemory-policy tiered`) is unchanged — the
-        // commands that may run on one never change it — and is already the key's
-        // record in the store: only its expiry is logged.
-        _ if entry.value().is_cold() => RecordKind::Op {
-            op: vec![OP_EXPIRY],
-            expires_at,
-        },
-        LogRule::Expiry => RecordKind::Op {
-            op: vec![OP_EXPIRY],
-            expires_at,
-        },
-        LogRule::Replay
-            if replay_size(argv) + fresh_cost < value_size && argv.get(1) == Some(&key) =>
-        {
-            RecordKind::Op {
+    if rule == LogRule::Replay && argv.get(1) == Some(&key) {
+        // O(1) per command, whatever the value's size.
+        let value_size = value.size_quick() + 1;
+        // An operation on a key the database lists no records of costs a
+        // tombstone too (see `record_for`), and the key's records become a chain,
+        // listed by key bytes; the whole value is one record that the key's table
+        // slot lists in place.
+        let fresh_cost = if entry.is_logged() {
+            0
+        } else {
+            FRESH_RECORD_COST + key.len()
+        };
+        if replay_size(argv) + fresh_cost < value_size {
+            return RecordKind::Op {
                 op: encode_op(argv),
                 expires_at,
-            }
+            };
         }
-        _ => RecordKind::Put {
-            value: serialize::to_vec(entry.value()),
-            expires_at,
-        },
-    };
-    smallvec::smallvec![kind]
+    }
+    RecordKind::Put {
+        value: serialize::to_vec(value),
+        expires_at,
+    }
 }
 
 fn replay_size(argv: &[&[u8]]) -> usize {
@@ -486,7 +486,9 @@ mod tests {
         );
         let argv: Vec<&[u8]> = vec![b"HSET", b"h", b"field:3", b"other"];
         let mut kinds = |argv: &[&[u8]]| {
-            let records = record_for(
+            let mut batch = Batch::new();
+            let made = record_for(
+                &mut batch,
                 0,
                 &mut db,
                 hash,
@@ -495,9 +497,10 @@ mod tests {
                 LogRule::Replay,
                 argv,
                 &[],
-                |_| false,
+                |_, _| false,
             );
-            records.into_iter().map(|r| r.kind).collect::<Vec<_>>()
+            assert_eq!(made, batch.len());
+            batch.into_iter().map(|r| r.kind).collect::<Vec<_>>()
         };
         assert!(matches!(kinds(&argv)[..], [RecordKind::Op { .. }]));
         let long = vec![b'x'; 400];
@@ -628,34 +631,33 @@ mod tests {
         }
     }
 
-    fn push(key: &str, element: &str, expires_at: u64) -> Records {
-        smallvec::smallvec![record(
+    fn push(key: &str, element: &str, expires_at: u64) -> Record {
+        record(
             key,
             RecordKind::Op {
                 op: op(&["LPUSH", key, element]),
                 expires_at,
             },
-        )]
+        )
     }
 
     #[test]
     fn a_batch_merges_only_consecutive_operations_of_one_key_and_expiry() {
         let mut batch = Batch::new();
-        extend_merging(&mut batch, push("k", "a", 0));
-        extend_merging(&mut batch, push("k", "b", 0));
+        push_merging(&mut batch, push("k", "a", 0));
+        push_merging(&mut batch, push("k", "b", 0));
         assert_eq!(batch.len(), 1);
         // Another expiry (the key was recreated without its TTL, say): a record of
         // its own.
-        extend_merging(&mut batch, push("k", "c", 7));
+        push_merging(&mut batch, push("k", "c", 7));
         assert_eq!(batch.len(), 2);
         // Another key between two pushes onto one key keeps them apart.
-        extend_merging(&mut batch, push("j", "x", 0));
-        extend_merging(&mut batch, push("k", "d", 7));
+        push_merging(&mut batch, push("j", "x", 0));
+        push_merging(&mut batch, push("k", "d", 7));
         assert_eq!(batch.len(), 4);
         // A tombstone and an operation (a key's first record) are never merged.
-        let mut pair = push("k", "e", 7);
-        pair.insert(0, record("k", RecordKind::Fresh));
-        extend_merging(&mut batch, pair);
+        batch.push(record("k", RecordKind::Fresh));
+        push_merging(&mut batch, push("k", "e", 7));
         assert_eq!(batch.len(), 6);
         let ops: Vec<Vec<String>> = batch
             .iter()

@@ -103,6 +103,7 @@ pub struct Engine {
 }
 
 /// One operation handed to the planner.
+#[derive(Clone, Copy)]
 struct Op<'a> {
     kind: Kind,
     key: &'a [u8],
@@ -110,18 +111,20 @@ struct Op<'a> {
     meta: WriteMeta,
 }
 
-fn batch_ops(batch: &WriteBatch) -> SmallVec<[Op<'_>; 4]> {
-    batch
-        .ops
-        .iter()
-        .map(|op| Op {
-            kind: op.kind,
-            key: batch.key_of(op),
-            value: batch.value_of(op),
-            meta: op.meta,
-        })
-        .collect()
+/// The operations of `batch`, read in place (collecting them would copy each).
+fn batch_ops(batch: &WriteBatch) -> impl Ops<'_> {
+    batch.ops.iter().map(|op| Op {
+        kind: op.kind,
+        key: batch.key_of(op),
+        value: batch.value_of(op),
+        meta: op.meta,
+    })
 }
+
+/// Operations for the planner, which reads them twice.
+trait Ops<'a>: Iterator<Item = Op<'a>> + ExactSizeIterator + Clone {}
+
+impl<'a, I: Iterator<Item = Op<'a>> + ExactSizeIterator + Clone> Ops<'a> for I {}
 
 /// The expiry stored for a write: 0 ("never" on disk) when none is given or when the
 /// caller asks for none ([`WriteMeta::without_expiry`]).
@@ -187,12 +190,12 @@ impl Engine {
     /// Stores `value` under `key` with an explicit version and/or expiry.
     pub fn put_with(&self, key: &[u8], value: &[u8], meta: WriteMeta) -> Result<u64> {
         self.inner.write_ops(
-            &[Op {
+            std::iter::once(Op {
                 kind: Kind::Put,
                 key,
                 value,
                 meta,
-            }],
+            }),
             None,
         )
     }
@@ -209,12 +212,12 @@ impl Engine {
     /// Without an expiry the key keeps its current one.
     pub fn merge_with(&self, key: &[u8], operand: &[u8], meta: WriteMeta) -> Result<u64> {
         self.inner.write_ops(
-            &[Op {
+            std::iter::once(Op {
                 kind: Kind::Merge,
                 key,
                 value: operand,
                 meta,
-            }],
+            }),
             None,
         )
     }
@@ -251,7 +254,7 @@ impl Engine {
 
     /// Applies every operation of `batch`, all or nothing, also across crashes.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
-        self.inner.write_ops(&batch_ops(batch), None).map(|_| ())
+        self.inner.write_ops(batch_ops(batch), None).map(|_| ())
     }
 
     /// [`Engine::write`], also giving where each operation's record went, in the
@@ -264,7 +267,7 @@ impl Engine {
     pub fn write_located(&self, batch: &WriteBatch, locations: &mut Vec<Location>) -> Result<()> {
         locations.clear();
         self.inner
-            .write_ops(&batch_ops(batch), Some(locations))
+            .write_ops(batch_ops(batch), Some(locations))
             .map(|_| ())
     }
 
@@ -592,7 +595,7 @@ impl Inner {
 
     /// Writes `ops` as one unit; returns the version of the last record. With
     /// `located`, the location of each op's record is pushed there.
-    fn write_ops(&self, ops: &[Op<'_>], located: Option<&mut Vec<Location>>) -> Result<u64> {
+    fn write_ops<'a>(&self, ops: impl Ops<'a>, located: Option<&mut Vec<Location>>) -> Result<u64> {
         // Which entry is each op's own record (a merge may follow a tombstone the
         // caller did not ask for).
         let own = std::cell::RefCell::new(SmallVec::<[usize; 4]>::new());
@@ -625,7 +628,7 @@ impl Inner {
     /// With `own`, pushes there the index in `out` of each op's own record.
     fn plan<'a>(
         &self,
-        ops: &[Op<'a>],
+        ops: impl Ops<'a>,
         out: &mut Entries<'a>,
         mut own: Option<&mut SmallVec<[usize; 4]>>,
     ) {
@@ -635,17 +638,16 @@ impl Inner {
         }
         // Only merges need the time; puts and deletes never read the clock.
         let mut now = None;
-        // The expiry of keys written earlier in this batch (`None`: deleted).
-        let mut touched: HashMap<&[u8], Option<u64>, foldhash::fast::RandomState> =
-            HashMap::default();
-        // Only a merge reads what the batch wrote before it.
-        let batch = ops.len() > 1 && ops.iter().any(|op| op.kind == Kind::Merge);
+        // The expiry of keys written earlier in this batch (`None`: deleted), kept
+        // only when a merge will read it.
+        let mut touched: Option<HashMap<&[u8], Option<u64>, foldhash::fast::RandomState>> =
+            (ops.len() > 1 && ops.clone().any(|op| op.kind == Kind::Merge)).then(HashMap::default);
         for op in ops {
             let version = self.version_for(op.meta.version);
             let expires_at = match op.kind {
                 Kind::Merge => {
                     // The key's expiry as of this operation (`None`: no value).
-                    let current = match touched.get(op.key) {
+                    let current = match touched.as_ref().and_then(|t| t.get(op.key)) {
                         Some(state) => *state,
                         None if self.index.is_external(op.key) => None,
                         None => self.index.expires_at(op.key),
@@ -689,7 +691,7 @@ impl Inner {
             if let Some(own) = own.as_deref_mut() {
                 own.push(out.len() - 1);
             }
-            if batch {
+            if let Some(touched) = touched.as_mut() {
                 touched.insert(op.key, (kind != Kind::Delete).then_some(expires_at));
             }
         }

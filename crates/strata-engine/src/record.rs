@@ -237,11 +237,14 @@ pub fn encode_into(
 ) -> usize {
     let start = out.len();
     out.reserve(HEADER_LEN + key.len() + value.len());
-    out.extend_from_slice(&[0, 0, 0, 0, kind as u8, 0, 0, 0]);
-    out.extend_from_slice(&len_u32(key.len()).to_le_bytes());
-    out.extend_from_slice(&len_u32(value.len()).to_le_bytes());
-    out.extend_from_slice(&version.to_le_bytes());
-    out.extend_from_slice(&expires_at.to_le_bytes());
+    // Built whole and copied once (seven appends would check the room seven times).
+    let mut header = [0u8; HEADER_LEN];
+    header[4] = kind as u8;
+    header[8..12].copy_from_slice(&len_u32(key.len()).to_le_bytes());
+    header[12..16].copy_from_slice(&len_u32(value.len()).to_le_bytes());
+    header[16..24].copy_from_slice(&version.to_le_bytes());
+    header[24..32].copy_from_slice(&expires_at.to_le_bytes());
+    out.extend_from_slice(&header);
     out.extend_from_slice(key);
     out.extend_from_slice(value);
     seal(out, start);

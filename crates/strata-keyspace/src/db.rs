@@ -669,6 +669,19 @@ impl Db {
         }
     }
 
+    /// Publishes where the table of keys is to `hint` from now on (see
+    /// [`crate::dict::SlotsHint`]); call once the database is where it stays.
+    pub fn publish_to(&mut self, hint: crate::dict::HintRef) {
+        self.dict.publish_to(hint);
+    }
+
+    /// Where the entry a lookup of `hash` reads first is (see
+    /// [`crate::Keyspace::prefetch_entry`]).
+    #[inline]
+    pub fn candidate_addr(&self, hash: u64) -> Option<usize> {
+        self.dict.candidate_addr(hash)
+    }
+
     /// Advances an incremental resize, if any; returns whether one is in progress.
     pub fn rehash_some(&mut self, max_slots: usize) -> bool {
         self.dict.rehash_some(max_slots)
@@ -689,7 +702,7 @@ impl Db {
     pub fn swap_contents(&mut self, other: &mut Db) {
         self.touch_watched_existing_in(other);
         other.touch_watched_existing_in(self);
-        std::mem::swap(&mut self.dict, &mut other.dict);
+        self.dict.swap(&mut other.dict);
         std::mem::swap(&mut self.expires, &mut other.expires);
         std::mem::swap(&mut self.log_index, &mut other.log_index);
     }

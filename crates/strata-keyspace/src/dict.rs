@@ -61,6 +61,8 @@
 //!   because of this.
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::size_class;
 
@@ -108,6 +110,13 @@ pub trait DictEntry {
     /// behind a pointer (a hint: it may do nothing).
     #[inline]
     fn prefetch(&self) {}
+
+    /// The address of the memory [`DictEntry::key`] reads, for an entry that lives
+    /// behind a pointer (to prefetch later, see [`Dict::home_entry_addr`]).
+    #[inline]
+    fn addr(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl<T: DictEntry + ?Sized> DictEntry for Box<T> {
@@ -152,6 +161,52 @@ fn prefetch_ahead<E: DictEntry>(slots: &[Option<E>], i: usize, start: usize, end
     let to = end.min(i + PREFETCH_AHEAD + 1);
     for e in slots[from.min(to)..to].iter().flatten() {
         e.prefetch();
+    }
+}
+
+/// Where a dict's live table is, published for threads that do not hold the dict,
+/// so that they can start loading a key's home slot before they take the dict's
+/// lock (see [`SlotsHint::prefetch`]): a pipeline's next keys' slots load while the
+/// keys before them run, instead of each lookup waiting for memory in turn.
+///
+/// Written by the dict whenever its live table changes, read with no order at all:
+/// a stale hint (the table moved meanwhile) costs a wasted prefetch, never a wrong
+/// answer, since nothing reads through it.
+#[derive(Debug, Default)]
+#[repr(align(32))]
+pub struct SlotsHint {
+    /// The live table's own fields (where its arrays are, how many items).
+    table: AtomicUsize,
+    slots: AtomicUsize,
+    capacity: AtomicUsize,
+    stride: AtomicUsize,
+}
+
+/// One hint of a shared array of them (see [`SlotsHint`]): the array stays
+/// together, so that a lookahead's reads of the hints of one database hit the cache.
+#[derive(Debug, Clone)]
+pub struct HintRef {
+    pub all: Arc<[SlotsHint]>,
+    pub at: usize,
+}
+
+impl SlotsHint {
+    /// Prefetches the live table's fields and the home slot of `hash` in the table
+    /// last published.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        crate::entry::prefetch_line(self.table.load(Ordering::Relaxed));
+        let capacity = self.capacity.load(Ordering::Relaxed);
+        if capacity == 0 {
+            return;
+        }
+        let home = ((point(hash) * capacity as u64) >> 32) as usize;
+        let stride = self.stride.load(Ordering::Relaxed);
+        crate::entry::prefetch_line(
+            self.slots
+                .load(Ordering::Relaxed)
+                .wrapping_add(home.wrapping_mul(stride)),
+        );
     }
 }
 
@@ -321,6 +376,29 @@ impl<E: DictEntry> Table<E> {
     fn is_full_for(&self, extra: usize) -> bool {
         let (num, den) = loads::<E>().max;
         (self.items + extra) * den > self.capacity() * num
+    }
+
+    /// The first entry [`Table::find`] would compare `hash`'s key with, found from
+    /// the slots alone (tags and distances inside the entries' pointers), without
+    /// reading any entry: `None` if there is none, or if the table keeps its tags
+    /// apart.
+    fn candidate(&self, hash: u64) -> Option<&E> {
+        if self.items == 0 || !self.tags_inside() {
+            return None;
+        }
+        let t = tag(hash);
+        let mut i = self.home(hash);
+        for d in 0..self.capacity() {
+            let e = self.slots[i].as_ref()?;
+            if marked_dist(e).is_some_and(|rd| rd < d) {
+                return None;
+            }
+            if Self::may_match(0x80 | e.slot_tag(), t) {
+                return Some(e);
+            }
+            i = self.next(i);
+        }
+        None
     }
 
     fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
@@ -516,6 +594,8 @@ pub struct Dict<E, S> {
     /// Slots of `old` already migrated.
     migrated: usize,
     hasher: S,
+    /// Where `main` is published, if anywhere (see [`SlotsHint`]).
+    hint: Option<HintRef>,
 }
 
 impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
@@ -525,7 +605,48 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
             old: None,
             migrated: 0,
             hasher,
+            hint: None,
         }
+    }
+
+    /// Where the entry that a lookup of `hash` will read first is (the key's,
+    /// unless another key's tag matches before it), judged from the slots alone:
+    /// for a caller that prefetched the home slot a while ago (see [`SlotsHint`])
+    /// and will look the key up soon. `None` while resizing (two tables to look in).
+    #[inline]
+    pub fn candidate_addr(&self, hash: u64) -> Option<usize> {
+        if self.old.is_some() {
+            return None;
+        }
+        self.main.candidate(hash).and_then(DictEntry::addr)
+    }
+
+    /// Publishes where the live table is to `hint` from now on (see [`SlotsHint`]).
+    /// The hint names the dict's own place: call once the dict is where it stays.
+    pub fn publish_to(&mut self, hint: HintRef) {
+        self.hint = Some(hint);
+        self.publish();
+    }
+
+    /// Tells the hint, if any, where the live table is now.
+    fn publish(&self) {
+        if let Some(hint) = self.hint.as_ref().and_then(|h| h.all.get(h.at)) {
+            hint.table
+                .store(std::ptr::from_ref(&self.main).addr(), Ordering::Relaxed);
+            hint.slots
+                .store(self.main.slots.as_ptr().addr(), Ordering::Relaxed);
+            hint.capacity.store(self.main.capacity(), Ordering::Relaxed);
+            hint.stride
+                .store(std::mem::size_of::<Option<E>>(), Ordering::Relaxed);
+        }
+    }
+
+    /// Exchanges the contents of two dicts; each keeps publishing to its own hint.
+    pub fn swap(&mut self, other: &mut Self) {
+        std::mem::swap(self, other);
+        std::mem::swap(&mut self.hint, &mut other.hint);
+        self.publish();
+        other.publish();
     }
 
     #[inline]
@@ -759,6 +880,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         let capacity = capacity_at::<E>(self.len() + additional, loads::<E>().reserved);
         let fresh = Table::with_capacity(capacity);
         let old = std::mem::replace(&mut self.main, fresh);
+        self.publish();
         self.absorb(old);
     }
 
@@ -785,6 +907,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
             // enough for all of it, at once.
             let fresh = Table::with_capacity(capacity);
             let main = std::mem::replace(&mut self.main, fresh);
+            self.publish();
             self.absorb(main);
             self.absorb(old);
             self.migrated = 0;
@@ -808,6 +931,7 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         debug_assert!(self.old.is_none());
         let fresh = Table::with_capacity(capacity);
         let mut old = std::mem::replace(&mut self.main, fresh);
+        self.publish();
         if old.items == 0 {
             return;
         }
@@ -864,7 +988,9 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
     where
         S: Clone,
     {
-        std::mem::replace(self, Dict::with_hasher(self.hasher.clone()))
+        let mut taken = Dict::with_hasher(self.hasher.clone());
+        self.swap(&mut taken);
+        taken
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &E> {
@@ -1012,6 +1138,10 @@ mod tests {
             assert!(IN, "only an entry that keeps its tag is asked to");
             assert!(mark < 16);
             self.3 = mark;
+        }
+        /// The number stands for the address (see `Dict::candidate_addr`).
+        fn addr(&self) -> Option<usize> {
+            Some(self.1 as usize)
         }
     }
 
@@ -1453,5 +1583,81 @@ mod tests {
         }
         prop_assert_eq!(seen.len(), m.len());
         Ok(())
+    }
+
+    /// A published hint names the live table through every resize, take and swap.
+    #[test]
+    fn hints_follow_the_live_table() {
+        fn check<const IN: bool>() {
+            let all: Arc<[SlotsHint]> = (0..2).map(|_| SlotsHint::default()).collect();
+            let published = |d: &Dict<E<IN>, H>, at: usize| {
+                let h = &all[at];
+                assert_eq!(
+                    h.slots.load(Ordering::Relaxed),
+                    d.main.slots.as_ptr().addr()
+                );
+                assert_eq!(h.capacity.load(Ordering::Relaxed), d.main.capacity());
+                assert_eq!(
+                    h.table.load(Ordering::Relaxed),
+                    std::ptr::from_ref(&d.main).addr()
+                );
+            };
+            let mut a = dict::<IN>();
+            let mut b = dict::<IN>();
+            a.publish_to(HintRef {
+                all: all.clone(),
+                at: 0,
+            });
+            b.publish_to(HintRef {
+                all: all.clone(),
+                at: 1,
+            });
+            for i in 0..5_000u32 {
+                put(&mut a, format!("k{i}").as_bytes(), i);
+                published(&a, 0);
+            }
+            for i in 0..4_900u32 {
+                let k = format!("k{i}");
+                let h = a.hash(k.as_bytes());
+                a.remove(h, k.as_bytes());
+                published(&a, 0);
+            }
+            a.swap(&mut b);
+            published(&a, 0);
+            published(&b, 1);
+            assert_eq!((a.len(), b.len()), (0, 100));
+            let taken = b.take();
+            published(&b, 1);
+            assert_eq!((taken.len(), b.len()), (100, 0));
+        }
+        both!(check);
+    }
+
+    /// The entry a lookahead prefetches is the one the lookup compares first: the
+    /// key's own, or one with the same tag before it.
+    #[test]
+    fn candidates_are_what_lookups_read_first() {
+        let mut d = dict::<true>();
+        for i in 0..20_000u32 {
+            put(&mut d, format!("key:{i}").as_bytes(), i);
+        }
+        while d.rehash_some(1 << 20) {}
+        let mut own = 0;
+        for i in 0..20_000u32 {
+            let k = format!("key:{i}");
+            let h = d.hash(k.as_bytes());
+            let c = d.candidate_addr(h).expect("a present key has a candidate");
+            if c == i as usize {
+                own += 1;
+            } else {
+                let other = format!("key:{c}");
+                assert_eq!(tag(d.hash(other.as_bytes())), tag(h));
+            }
+        }
+        assert!(own > 19_500, "{own}");
+        // A table that keeps its tags apart gives none.
+        let mut apart = dict::<false>();
+        put(&mut apart, b"k", 1);
+        assert_eq!(apart.candidate_addr(apart.hash(b"k")), None);
     }
 }

@@ -1132,13 +1132,12 @@ impl DictEntry for Entry {
 
     #[inline]
     fn prefetch(&self) {
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        // SAFETY: a prefetch is a hint that never faults, and this address is the
-        // entry's own allocation.
-        unsafe {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            _mm_prefetch::<_MM_HINT_T0>(self.base().cast::<i8>().cast_const());
-        }
+        prefetch_line(self.base().addr());
+    }
+
+    #[inline]
+    fn addr(&self) -> Option<usize> {
+        Some(self.base().addr())
     }
 
     #[inline]
@@ -1167,6 +1166,21 @@ impl fmt::Debug for Entry {
             .field("meta", self.meta())
             .finish()
     }
+}
+
+/// Starts loading the cache line at `addr` (a hint: it never faults, whatever the
+/// address).
+#[inline]
+pub(crate) fn prefetch_line(addr: usize) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: a prefetch only hints the cache; it reads nothing and never faults,
+    // even for an address that is not mapped.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::without_provenance::<i8>(addr));
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = addr;
 }
 
 #[cfg(test)]

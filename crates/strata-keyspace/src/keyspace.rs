@@ -11,6 +11,7 @@
 //!   lock is held across I/O (there is no I/O here).
 //! - A hash computed with [`Keyspace::hash`] is valid in every shard and database.
 
+use crate::dict::{HintRef, SlotsHint};
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::KeyHasher;
@@ -31,15 +32,26 @@ pub struct Shard {
 }
 
 impl Shard {
-    fn new(databases: usize, hasher: &KeyHasher, events: &Arc<EventFlags>) -> Shard {
+    /// A shard whose database `i` publishes where its table is to `hints(i)`.
+    fn new(
+        databases: usize,
+        hasher: &KeyHasher,
+        events: &Arc<EventFlags>,
+        hints: impl Fn(usize) -> HintRef,
+    ) -> Shard {
+        let mut dbs: Box<[Db]> = (0..databases)
+            .map(|_| {
+                let mut db = Db::new(hasher.clone());
+                db.set_event_flags(events.clone());
+                db
+            })
+            .collect();
+        // In place: a hint names its database's address.
+        for (i, db) in dbs.iter_mut().enumerate() {
+            db.publish_to(hints(i));
+        }
         Shard {
-            dbs: (0..databases)
-                .map(|_| {
-                    let mut db = Db::new(hasher.clone());
-                    db.set_event_flags(events.clone());
-                    db
-                })
-                .collect(),
+            dbs,
             stats: ShardStats::default(),
         }
     }
@@ -94,6 +106,9 @@ struct Padded(Mutex<Shard>);
 
 pub struct Keyspace {
     shards: Box<[Padded]>,
+    /// Where each database's table of keys is in each shard, database by database
+    /// (see [`Keyspace::prefetch`]).
+    hints: Arc<[SlotsHint]>,
     /// Right shift taking a hash to its shard index.
     shift: u32,
     hasher: KeyHasher,
@@ -108,10 +123,20 @@ impl Keyspace {
         let shards = shards.max(1).next_power_of_two();
         let hasher = KeyHasher::default();
         let events = Arc::new(EventFlags::default());
+        let hints: Arc<[SlotsHint]> = (0..databases * shards)
+            .map(|_| SlotsHint::default())
+            .collect();
         Keyspace {
             shards: (0..shards)
-                .map(|_| Padded(Mutex::new(Shard::new(databases, &hasher, &events))))
+                .map(|s| {
+                    let hint = |db: usize| HintRef {
+                        all: hints.clone(),
+                        at: db * shards + s,
+                    };
+                    Padded(Mutex::new(Shard::new(databases, &hasher, &events, hint)))
+                })
                 .collect(),
+            hints,
             shift: 64 - shards.trailing_zeros(),
             hasher,
             databases,
@@ -137,6 +162,42 @@ impl Keyspace {
     pub fn hash(&self, key: &[u8]) -> u64 {
         use std::hash::BuildHasher;
         self.hasher.hash_one(key)
+    }
+
+    /// Starts loading what a lookup of `key` in database `db` will read first (its
+    /// shard's lock, its table's fields and its home slot), without taking any
+    /// lock: for a caller about to run several commands, so that their keys' cache
+    /// misses overlap instead of following one another. Only a hint; it changes
+    /// nothing. Returns the key's hash, for [`Keyspace::prefetch_entry`].
+    #[inline]
+    pub fn prefetch(&self, db: usize, key: &[u8]) -> u64 {
+        let hash = self.hash(key);
+        let shard = self.shard_of_hash(hash);
+        if let Some(lock) = self.shards.get(shard) {
+            crate::entry::prefetch_line(std::ptr::from_ref(lock).addr());
+        }
+        if let Some(hint) = self.hints.get(db * self.shards.len() + shard) {
+            hint.prefetch(hash);
+        }
+        hash
+    }
+
+    /// The second step of [`Keyspace::prefetch`], a while after it (once the home
+    /// slot has arrived): starts loading the entry a lookup of `hash` in database
+    /// `db` will compare first (found by the tags in the slots), if the shard is
+    /// free this instant (it is never waited for).
+    #[inline]
+    pub fn prefetch_entry(&self, db: usize, hash: u64) {
+        let addr = self
+            .shards
+            .get(self.shard_of_hash(hash))
+            .and_then(|shard| shard.0.try_lock())
+            .and_then(|shard| shard.dbs.get(db)?.candidate_addr(hash));
+        // After the unlock: a locked instruction waits for the loads before it,
+        // and a prefetch may count as one.
+        if let Some(addr) = addr {
+            crate::entry::prefetch_line(addr);
+        }
     }
 
     #[inline]

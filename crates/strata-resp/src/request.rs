@@ -502,6 +502,56 @@ fn quick_number(buf: &[u8], from: usize) -> Option<(i64, usize)> {
     None
 }
 
+/// The length of the complete multibulk request at the front of `buf` and its
+/// second argument (the key of most commands), read without parsing for real: for
+/// looking ahead in a pipeline. `None` when the front is not a complete request in
+/// the plain form clients send (the parser says what it is when its turn comes).
+#[inline]
+pub fn peek_request(buf: &[u8]) -> Option<(usize, Option<&[u8]>)> {
+    if buf.first() != Some(&b'*') {
+        return None;
+    }
+    let (count, mut at) = peek_number(buf, 1)?;
+    let mut key = None;
+    for i in 0..count {
+        if buf.get(at) != Some(&b'$') {
+            return None;
+        }
+        let (len, start) = peek_number(buf, at + 1)?;
+        let end = start.checked_add(len)?;
+        if buf.get(end..end.checked_add(2)?) != Some(b"\r\n") {
+            return None;
+        }
+        if i == 1 {
+            key = buf.get(start..end);
+        }
+        at = end + 2;
+    }
+    Some((at, key))
+}
+
+/// The plain decimal number (no sign, no leading zero, at most 18 digits) at
+/// `from` in `buf` and where its line ends (after its `\r\n`), for
+/// [`peek_request`]: a byte loop with no iterator to set up, since a header's
+/// number is a digit or two.
+#[inline]
+fn peek_number(buf: &[u8], from: usize) -> Option<(usize, usize)> {
+    let mut n = 0usize;
+    let mut at = from;
+    loop {
+        let d = buf.get(at)?.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        // Wrapping: a number too long is refused below, not read.
+        n = n.wrapping_mul(10).wrapping_add(usize::from(d));
+        at += 1;
+    }
+    let digits = at - from;
+    let plain = digits == 1 || (digits > 1 && digits <= 18 && buf.get(from) != Some(&b'0'));
+    (plain && buf.get(at..at + 2) == Some(b"\r\n")).then_some((n, at + 2))
+}
+
 /// The offset of the first `end` or NUL byte in `rest`. Header lines (`*3`, `$5`)
 /// are a few bytes long: a plain loop finds their end in a few instructions, where
 /// `memchr2`'s vector setup costs some fifty per call (a pipelined GET has three
@@ -625,6 +675,63 @@ mod tests {
 
     fn v(args: &[&[u8]]) -> Vec<Vec<u8>> {
         args.iter().map(|a| a.to_vec()).collect()
+    }
+
+    /// Looking ahead finds what the parser finds in a complete request (its length
+    /// and second argument), and nothing in a request cut short or malformed.
+    #[test]
+    fn peeking_agrees_with_the_parser() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..2_000 {
+            let count = (next() % 5) as usize;
+            let args: Vec<Vec<u8>> = (0..count)
+                .map(|_| {
+                    let len = (next() % 12) as usize;
+                    (0..len)
+                        .map(|_| b"a\r\n$*0"[(next() % 6) as usize])
+                        .collect()
+                })
+                .collect();
+            let mut wire = Vec::new();
+            crate::encode_request(args.iter().map(|a| a.as_slice()), &mut wire);
+            let whole = wire.len();
+            wire.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+            let mut parser = RequestParser::default();
+            let (consumed, key) = match parser.parse(&wire) {
+                Ok(Parsed::Complete { consumed }) => (consumed, parser.args(&wire).get(1)),
+                Ok(Parsed::Skip { consumed }) => (consumed, None),
+                other => panic!("{other:?} for {args:?}"),
+            };
+            assert_eq!(consumed, whole);
+            assert_eq!(peek_request(&wire), Some((whole, key)), "{args:?}");
+            for cut in 0..whole {
+                assert_eq!(peek_request(&wire[..cut]), None, "{args:?} cut at {cut}");
+            }
+        }
+        for bad in [
+            &b"PING\r\n"[..],
+            b"*-1\r\n",
+            b"*1\r\n:5\r\n",
+            b"*1\r\n$-1\r\n",
+            b"*1\r\n$1\r\nab\r\n",
+            b"*1\n$1\r\na\r\n",
+            b"*01\r\n$1\r\na\r\n",
+            b"*99999999999999999999\r\n",
+            b"*1\r\n$99999999999999999\r\nab\r\n",
+        ] {
+            assert_eq!(
+                peek_request(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     /// The quick path reads exactly what the general one does, or leaves the line

@@ -444,8 +444,11 @@ fn run_steps(
     clock: &BatchClock,
 ) -> Step {
     let mut held = Held::new(&state.keyspace);
+    let mut ahead = LookAhead::default();
     let next = loop {
-        match step(state, conn, parser, inbuf, out, durable, clock, &mut held) {
+        match step(
+            state, conn, parser, inbuf, out, durable, clock, &mut held, &mut ahead,
+        ) {
             Step::Ran => {
                 let info = &conn.info;
                 info.obuf.store(out.len(), Ordering::Relaxed);
@@ -476,6 +479,7 @@ fn step<'a>(
     durable: &mut u64,
     clock: &BatchClock,
     held: &mut Held<'a>,
+    ahead: &mut LookAhead,
 ) -> Step {
     let parsed = match parser.parse(inbuf) {
         Ok(p) => p,
@@ -507,6 +511,7 @@ fn step<'a>(
             return Step::NeedMore;
         }
     };
+    ahead.step(&state.keyspace, conn.db, inbuf, consumed);
     let args = parser.args(inbuf);
     // The arguments as slices: on the stack for a request of up to eight (a plain
     // array filled in place costs a few instructions an argument; collecting them
@@ -535,6 +540,62 @@ fn step<'a>(
     inbuf.advance(consumed);
     parser.set_authenticated(conn.authenticated);
     step
+}
+
+/// The look-ahead of a pipeline: while a request runs, the memory that the
+/// lookups of the next two will wait for starts loading, so that the cache misses
+/// of a pipeline's keys overlap with work instead of following one another. Two
+/// steps ahead: the key's shard lock, its database's table and its home slot (see
+/// [`strata_keyspace::Keyspace::prefetch`]); one step ahead, once that slot has
+/// arrived: the entry it holds ([`strata_keyspace::Keyspace::prefetch_entry`]).
+///
+/// Only requests in the plain multibulk form are seen, and a request's second
+/// argument is taken for its key (wrong for some commands, which costs a wasted
+/// prefetch). Without a pipeline it costs a length check a request.
+#[derive(Default)]
+struct LookAhead {
+    /// The length of the request expected to run next, and the length and key hash
+    /// of the one after it, seen while the previous request ran.
+    expect: usize,
+    after: Option<(usize, Option<u64>)>,
+}
+
+impl LookAhead {
+    /// Before the request at the front of `buf` (`consumed` bytes) runs.
+    #[inline]
+    fn step(
+        &mut self,
+        keyspace: &strata_keyspace::Keyspace,
+        db: usize,
+        buf: &[u8],
+        consumed: usize,
+    ) {
+        let rest = buf.get(consumed..).unwrap_or_default();
+        if rest.is_empty() {
+            self.after = None;
+            return;
+        }
+        let seen = |rest: &[u8]| {
+            strata_resp::request::peek_request(rest)
+                .map(|(len, key)| (len, key.map(|key| keyspace.prefetch(db, key))))
+        };
+        // The next request: seen a step ago (its slot has had a request's time to
+        // arrive), or only now.
+        let (next, ripe) = match self.after.take() {
+            Some(after) if self.expect == consumed => (Some(after), true),
+            _ => (seen(rest), false),
+        };
+        let Some((len, hash)) = next else {
+            return;
+        };
+        // The entry first: taking its shard's lock waits for the loads (and maybe
+        // the prefetches) issued before it.
+        if ripe && let Some(hash) = hash {
+            keyspace.prefetch_entry(db, hash);
+        }
+        self.expect = len;
+        self.after = rest.get(len..).and_then(seen);
+    }
 }
 
 /// Runs one request and does what follows its reply: statistics, messages to this
@@ -936,6 +997,7 @@ mod tests {
             let clock = BatchClock::now();
             let mut ran = 0;
             let mut held = Held::new(&self.state.keyspace);
+            let mut ahead = LookAhead::default();
             loop {
                 match step(
                     &self.state,
@@ -946,6 +1008,7 @@ mod tests {
                     &mut self.durable,
                     &clock,
                     &mut held,
+                    &mut ahead,
                 ) {
                     Step::Ran => ran += 1,
                     Step::NeedMore => break,

@@ -112,7 +112,7 @@ pub trait DictEntry {
     fn prefetch(&self) {}
 
     /// The address of the memory [`DictEntry::key`] reads, for an entry that lives
-    /// behind a pointer (to prefetch later, see [`Dict::home_entry_addr`]).
+    /// behind a pointer (to prefetch later, see [`Dict::candidate_addr`]).
     #[inline]
     fn addr(&self) -> Option<usize> {
         None

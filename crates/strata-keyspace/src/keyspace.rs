@@ -164,14 +164,14 @@ impl Keyspace {
         self.hasher.hash_one(key)
     }
 
-    /// Starts loading what a lookup of `key` in database `db` will read first (its
+    /// Starts loading what a lookup of a key in database `db` will read first (its
     /// shard's lock, its table's fields and its home slot), without taking any
     /// lock: for a caller about to run several commands, so that their keys' cache
     /// misses overlap instead of following one another. Only a hint; it changes
-    /// nothing. Returns the key's hash, for [`Keyspace::prefetch_entry`].
+    /// nothing. `hash` is the key's [`Keyspace::hash`]; [`Keyspace::prefetch_entry`]
+    /// takes the next step.
     #[inline]
-    pub fn prefetch(&self, db: usize, key: &[u8]) -> u64 {
-        let hash = self.hash(key);
+    pub fn prefetch(&self, db: usize, hash: u64) {
         let shard = self.shard_of_hash(hash);
         if let Some(lock) = self.shards.get(shard) {
             crate::entry::prefetch_line(std::ptr::from_ref(lock).addr());
@@ -179,7 +179,6 @@ impl Keyspace {
         if let Some(hint) = self.hints.get(db * self.shards.len() + shard) {
             hint.prefetch(hash);
         }
-        hash
     }
 
     /// The second step of [`Keyspace::prefetch`], a while after it (once the home

@@ -555,12 +555,24 @@ fn step<'a>(
 #[derive(Default)]
 struct LookAhead {
     /// The length of the request expected to run next, and the length and key hash
-    /// of the one after it, seen while the previous request ran.
+    /// of the one after it, seen while the previous request ran (no hash: no key,
+    /// or the same key as the request before it).
     expect: usize,
     after: Option<(usize, Option<u64>)>,
+    /// The hash of the last key seen. A run of requests on one key (a pipeline of
+    /// LPUSHes onto one list) finds it in the cache already, and asking for its
+    /// shard's lock line from the other thread, which may hold it, would only slow
+    /// that thread down.
+    last: u64,
+    /// Keys seen in a row that were the same as the one before; at
+    /// [`LookAhead::REPEATS`] the look-ahead stops for the rest of the pipeline,
+    /// whose reading would cost more than it saves.
+    repeats: u32,
 }
 
 impl LookAhead {
+    const REPEATS: u32 = 2;
+
     /// Before the request at the front of `buf` (`consumed` bytes) runs.
     #[inline]
     fn step(
@@ -571,19 +583,15 @@ impl LookAhead {
         consumed: usize,
     ) {
         let rest = buf.get(consumed..).unwrap_or_default();
-        if rest.is_empty() {
+        if rest.is_empty() || self.repeats >= Self::REPEATS {
             self.after = None;
             return;
         }
-        let seen = |rest: &[u8]| {
-            strata_resp::request::peek_request(rest)
-                .map(|(len, key)| (len, key.map(|key| keyspace.prefetch(db, key))))
-        };
         // The next request: seen a step ago (its slot has had a request's time to
         // arrive), or only now.
         let (next, ripe) = match self.after.take() {
             Some(after) if self.expect == consumed => (Some(after), true),
-            _ => (seen(rest), false),
+            _ => (self.see(keyspace, db, rest), false),
         };
         let Some((len, hash)) = next else {
             return;
@@ -594,7 +602,32 @@ impl LookAhead {
             keyspace.prefetch_entry(db, hash);
         }
         self.expect = len;
-        self.after = rest.get(len..).and_then(seen);
+        self.after = rest
+            .get(len..)
+            .and_then(|rest| self.see(keyspace, db, rest));
+    }
+
+    /// Reads the request at the front of `rest` and prefetches for its key, unless
+    /// it is the last one seen; returns its length and its key's hash.
+    #[inline]
+    fn see(
+        &mut self,
+        keyspace: &strata_keyspace::Keyspace,
+        db: usize,
+        rest: &[u8],
+    ) -> Option<(usize, Option<u64>)> {
+        let (len, key) = strata_resp::request::peek_request(rest)?;
+        let hash = key.map(|key| keyspace.hash(key));
+        if hash == Some(self.last) {
+            self.repeats += 1;
+            return Some((len, None));
+        }
+        self.repeats = 0;
+        if let Some(hash) = hash {
+            self.last = hash;
+            keyspace.prefetch(db, hash);
+        }
+        Some((len, hash))
     }
 }
 

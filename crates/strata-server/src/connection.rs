@@ -547,7 +547,8 @@ fn step<'a>(
 /// of a pipeline's keys overlap with work instead of following one another. Two
 /// steps ahead: the key's shard lock, its database's table and its home slot (see
 /// [`strata_keyspace::Keyspace::prefetch`]); one step ahead, once that slot has
-/// arrived: the entry it holds ([`strata_keyspace::Keyspace::prefetch_entry`]).
+/// arrived: the entry a lookup will compare first, picked by the tags in the slots
+/// ([`strata_keyspace::Keyspace::prefetch_entry`]).
 ///
 /// Only requests in the plain multibulk form are seen, and a request's second
 /// argument is taken for its key (wrong for some commands, which costs a wasted

@@ -11,13 +11,13 @@
 //!   lock is held across I/O (there is no I/O here).
 //! - A hash computed with [`Keyspace::hash`] is valid in every shard and database.
 
-use crate::dict::{HintRef, SlotsHint};
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::KeyHasher;
 use std::sync::Arc;
 
 use crate::db::{Db, Detached, EventFlags};
+use crate::dict::{HintRef, SlotsHint};
 
 /// Counters kept per shard (under its lock, so no atomics on the hot path).
 #[derive(Clone, Copy, Debug, Default)]

@@ -508,11 +508,23 @@ fn quick_number(buf: &[u8], from: usize) -> Option<(i64, usize)> {
 /// the plain form clients send (the parser says what it is when its turn comes).
 #[inline]
 pub fn peek_request(buf: &[u8]) -> Option<(usize, Option<&[u8]>)> {
+    let mut key = None;
+    let len = peek_args(buf, |i, arg| {
+        if i == 1 {
+            key = Some(arg);
+        }
+    })?;
+    Some((len, key))
+}
+
+/// [`peek_request`] giving every argument, in order with its index, to `f`; the
+/// arguments of a request found incomplete have been given too.
+#[inline]
+pub fn peek_args<'a>(buf: &'a [u8], mut f: impl FnMut(usize, &'a [u8])) -> Option<usize> {
     if buf.first() != Some(&b'*') {
         return None;
     }
     let (count, mut at) = peek_number(buf, 1)?;
-    let mut key = None;
     for i in 0..count {
         if buf.get(at) != Some(&b'$') {
             return None;
@@ -522,12 +534,10 @@ pub fn peek_request(buf: &[u8]) -> Option<(usize, Option<&[u8]>)> {
         if buf.get(end..end.checked_add(2)?) != Some(b"\r\n") {
             return None;
         }
-        if i == 1 {
-            key = buf.get(start..end);
-        }
+        f(i, buf.get(start..end)?);
         at = end + 2;
     }
-    Some((at, key))
+    Some(at)
 }
 
 /// The plain decimal number (no sign, no leading zero, at most 18 digits) at

@@ -560,6 +560,10 @@ struct LookAhead {
     /// or the same key as the request before it).
     expect: usize,
     after: Option<(usize, Option<u64>)>,
+    /// The further keys of the request `after` stands for (MSET's, MGET's, DEL's),
+    /// and then of the next one, for the entry step.
+    more_after: MoreKeys,
+    more_next: MoreKeys,
     /// The hash of the last key seen. A run of requests on one key (a pipeline of
     /// LPUSHes onto one list) finds it in the cache already, and asking for its
     /// shard's lock line from the other thread, which may hold it, would only slow
@@ -569,6 +573,41 @@ struct LookAhead {
     /// [`LookAhead::REPEATS`] the look-ahead stops for the rest of the pipeline,
     /// whose reading would cost more than it saves.
     repeats: u32,
+}
+
+/// The hashes of a request's keys after its first, up to [`MoreKeys::MAX`].
+#[derive(Default)]
+struct MoreKeys {
+    hashes: [u64; MoreKeys::MAX],
+    len: usize,
+}
+
+impl MoreKeys {
+    const MAX: usize = 16;
+}
+
+/// Which arguments of a request are keys, by its name: the first only (most
+/// commands), every one (MGET, DEL...) or every other one (MSET's keys).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KeyArgs {
+    First,
+    All,
+    Odd,
+}
+
+impl KeyArgs {
+    fn of(name: &[u8]) -> KeyArgs {
+        let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+        match name.len() {
+            3 if is(b"DEL") => KeyArgs::All,
+            4 if is(b"MGET") => KeyArgs::All,
+            4 if is(b"MSET") => KeyArgs::Odd,
+            5 if is(b"TOUCH") => KeyArgs::All,
+            6 if is(b"EXISTS") || is(b"UNLINK") => KeyArgs::All,
+            6 if is(b"MSETNX") => KeyArgs::Odd,
+            _ => KeyArgs::First,
+        }
+    }
 }
 
 impl LookAhead {
@@ -594,13 +633,24 @@ impl LookAhead {
             Some(after) if self.expect == consumed => (Some(after), true),
             _ => (self.see(keyspace, db, rest), false),
         };
+        std::mem::swap(&mut self.more_next, &mut self.more_after);
         let Some((len, hash)) = next else {
             return;
         };
-        // The entry first: taking its shard's lock waits for the loads (and maybe
-        // the prefetches) issued before it.
-        if ripe && let Some(hash) = hash {
-            keyspace.prefetch_entry(db, hash);
+        // The entries first: taking their shards' locks waits for the loads (and
+        // maybe the prefetches) issued before it.
+        if ripe {
+            if let Some(hash) = hash {
+                keyspace.prefetch_entry(db, hash);
+            }
+            for &hash in self
+                .more_next
+                .hashes
+                .get(..self.more_next.len)
+                .unwrap_or_default()
+            {
+                keyspace.prefetch_entry(db, hash);
+            }
         }
         self.expect = len;
         self.after = rest
@@ -608,8 +658,9 @@ impl LookAhead {
             .and_then(|rest| self.see(keyspace, db, rest));
     }
 
-    /// Reads the request at the front of `rest` and prefetches for its key, unless
-    /// it is the last one seen; returns its length and its key's hash.
+    /// Reads the request at the front of `rest` and prefetches for its keys (its
+    /// first one unless it is the last key seen); returns its length and its first
+    /// key's hash, and leaves its further keys' hashes in `more_after`.
     #[inline]
     fn see(
         &mut self,
@@ -617,8 +668,28 @@ impl LookAhead {
         db: usize,
         rest: &[u8],
     ) -> Option<(usize, Option<u64>)> {
-        let (len, key) = strata_resp::request::peek_request(rest)?;
-        let hash = key.map(|key| keyspace.hash(key));
+        let mut keys = KeyArgs::First;
+        let mut first = None;
+        let more = &mut self.more_after;
+        more.len = 0;
+        let len = strata_resp::request::peek_args(rest, |i, arg| match i {
+            0 => keys = KeyArgs::of(arg),
+            1 => first = Some(arg),
+            _ if keys == KeyArgs::All || (keys == KeyArgs::Odd && i % 2 == 1) => {
+                if let Some(slot) = more.hashes.get_mut(more.len) {
+                    let hash = keyspace.hash(arg);
+                    keyspace.prefetch(db, hash);
+                    *slot = hash;
+                    more.len += 1;
+                }
+            }
+            _ => {}
+        });
+        let Some(len) = len else {
+            more.len = 0;
+            return None;
+        };
+        let hash = first.map(|key| keyspace.hash(key));
         if hash == Some(self.last) {
             self.repeats += 1;
             return Some((len, None));
@@ -957,6 +1028,31 @@ mod tests {
     thread_local! {
         /// Allocations made by the current thread (other tests run on other threads).
         static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// The look-ahead knows which arguments of the multi-key commands are keys,
+    /// whatever their case, and takes the first argument of anything else.
+    #[test]
+    fn the_look_ahead_finds_the_keys_of_multi_key_commands() {
+        for (name, keys) in [
+            (&b"DEL"[..], KeyArgs::All),
+            (b"mget", KeyArgs::All),
+            (b"Exists", KeyArgs::All),
+            (b"unlink", KeyArgs::All),
+            (b"TOUCH", KeyArgs::All),
+            (b"MSET", KeyArgs::Odd),
+            (b"msetnx", KeyArgs::Odd),
+            (b"SET", KeyArgs::First),
+            (b"DELX", KeyArgs::First),
+            (b"", KeyArgs::First),
+            (b"GETDEL", KeyArgs::First),
+        ] {
+            assert!(
+                KeyArgs::of(name) == keys,
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
     }
 
     struct Counting;

@@ -106,16 +106,20 @@ pub trait DictEntry {
     #[inline]
     fn set_slot_dist(&mut self, _mark: u8) {}
 
-    /// Starts loading the memory [`DictEntry::key`] reads, for an entry that lives
-    /// behind a pointer (a hint: it may do nothing).
-    #[inline]
-    fn prefetch(&self) {}
-
     /// The address of the memory [`DictEntry::key`] reads, for an entry that lives
-    /// behind a pointer (to prefetch later, see [`Dict::candidate_addr`]).
+    /// behind a pointer (to prefetch, now or later: see [`Dict::candidate_addr`]).
     #[inline]
     fn addr(&self) -> Option<usize> {
         None
+    }
+
+    /// Starts loading the memory [`DictEntry::key`] reads, if it is behind a
+    /// pointer (a hint: it may do nothing).
+    #[inline]
+    fn prefetch(&self) {
+        if let Some(addr) = self.addr() {
+            crate::entry::prefetch_line(addr);
+        }
     }
 }
 

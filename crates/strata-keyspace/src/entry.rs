@@ -1131,11 +1131,6 @@ impl DictEntry for Entry {
     }
 
     #[inline]
-    fn prefetch(&self) {
-        prefetch_line(self.base().addr());
-    }
-
-    #[inline]
     fn addr(&self) -> Option<usize> {
         Some(self.base().addr())
     }

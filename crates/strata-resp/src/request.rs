@@ -502,23 +502,11 @@ fn quick_number(buf: &[u8], from: usize) -> Option<(i64, usize)> {
     None
 }
 
-/// The length of the complete multibulk request at the front of `buf` and its
-/// second argument (the key of most commands), read without parsing for real: for
+/// The length of the complete multibulk request at the front of `buf`, read
+/// without parsing for real, each argument given to `f` with its index: for
 /// looking ahead in a pipeline. `None` when the front is not a complete request in
-/// the plain form clients send (the parser says what it is when its turn comes).
-#[inline]
-pub fn peek_request(buf: &[u8]) -> Option<(usize, Option<&[u8]>)> {
-    let mut key = None;
-    let len = peek_args(buf, |i, arg| {
-        if i == 1 {
-            key = Some(arg);
-        }
-    })?;
-    Some((len, key))
-}
-
-/// [`peek_request`] giving every argument, in order with its index, to `f`; the
-/// arguments of a request found incomplete have been given too.
+/// the plain form clients send (the parser says what it is when its turn comes);
+/// the arguments before the point where that showed have been given to `f` too.
 #[inline]
 pub fn peek_args<'a>(buf: &'a [u8], mut f: impl FnMut(usize, &'a [u8])) -> Option<usize> {
     if buf.first() != Some(&b'*') {
@@ -542,7 +530,7 @@ pub fn peek_args<'a>(buf: &'a [u8], mut f: impl FnMut(usize, &'a [u8])) -> Optio
 
 /// The plain decimal number (no sign, no leading zero, at most 18 digits) at
 /// `from` in `buf` and where its line ends (after its `\r\n`), for
-/// [`peek_request`]: a byte loop with no iterator to set up, since a header's
+/// [`peek_args`]: a byte loop with no iterator to set up, since a header's
 /// number is a digit or two.
 #[inline]
 fn peek_number(buf: &[u8], from: usize) -> Option<(usize, usize)> {
@@ -685,6 +673,17 @@ mod tests {
 
     fn v(args: &[&[u8]]) -> Vec<Vec<u8>> {
         args.iter().map(|a| a.to_vec()).collect()
+    }
+
+    /// [`peek_args`]'s length and second argument.
+    fn peek_request(buf: &[u8]) -> Option<(usize, Option<&[u8]>)> {
+        let mut key = None;
+        let len = peek_args(buf, |i, arg| {
+            if i == 1 {
+                key = Some(arg);
+            }
+        })?;
+        Some((len, key))
     }
 
     /// Looking ahead finds what the parser finds in a complete request (its length

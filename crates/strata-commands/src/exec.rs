@@ -207,9 +207,16 @@ fn dispatch<'a>(
         _ => None,
     };
     // What follows may lock shards (evictions, a rejected EXEC's UNWATCH, the
-    // command itself): only a command on the shard held keeps it.
-    if held.shard().is_some() && (held.shard() != shard || !held.has_room()) {
-        held.release_at(server, out, start);
+    // command itself): only a command on a shard held keeps the hold. A write on
+    // a shard not held joins it if it can (see `Held`); a read does not (it has
+    // nothing to log, and holding its shard only keeps other clients waiting).
+    if !held.is_empty() {
+        let writes = resolved.as_ref().is_ok_and(|c| c.is_write());
+        let keep =
+            held.has_room() && shard.is_some_and(|s| held.holds(s) || (writes && held.try_hold(s)));
+        if !keep {
+            held.release_at(server, out, start);
+        }
     }
     // CLIENT LIST shows the command being run (or the last one run) as Redis records
     // it before any check: the command found, or none for an unknown (sub)command.
@@ -396,7 +403,7 @@ fn run_in<'a>(
     held: &mut Held<'a>,
     start: &mut usize,
 ) -> Outcome {
-    debug_assert!(held.shard().is_none() || held.shard() == shard);
+    debug_assert!(held.is_empty() || shard.is_some_and(|s| held.holds(s)));
     let Some(handler) = cmd.handler else {
         ReplyWriter::new(out, conn.proto).error(&CmdError::WrongArity(cmd.full_name()).to_bytes());
         return Outcome::rejected(Some(cmd));
@@ -422,7 +429,7 @@ fn run_in<'a>(
             // before it are logged before it may have to wait for values.
             held.release_at(server, out, start);
         }
-        if held.shard().is_some() {
+        if !held.is_empty() {
             keys.adopt(held);
         } else if let Err(busy) = lock_for(server, &mut keys, cmd, argv, shard) {
             ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
@@ -761,30 +768,123 @@ mod tests {
         p.run(&["GET", "k"]);
         p.run(&["RPUSH", "k", "c"]);
         let shard = ks.shard_of(b"k");
-        assert_eq!(p.held.shard(), Some(shard));
+        assert_eq!(p.held.shards().collect::<Vec<_>>(), vec![shard]);
         assert!(server.batches.lock().is_empty(), "logged while held");
         assert!(
             ks.try_lock_for(shard, Duration::from_millis(1)).is_none(),
             "the shard is free between the commands"
         );
-        // A command on another shard releases it first.
+        // A write on another shard, free, joins the hold.
         p.run(&["SET", &other, "1"]);
-        let batches = batch_keys(&server);
-        assert_eq!(batches.len(), 1);
-        assert!(batches[0].len() >= 3 && batches[0].iter().all(|k| k == "k"));
-        assert_eq!(p.held.shard(), Some(ks.shard_of(other.as_bytes())));
-        // So does a command that is not on one key, before it runs.
+        let other_shard = ks.shard_of(other.as_bytes());
+        let mut both = vec![shard, other_shard];
+        both.sort_unstable();
+        assert_eq!(p.held.shards().collect::<Vec<_>>(), both);
+        assert!(server.batches.lock().is_empty(), "logged while held");
+        // A command that is not on one key releases them, before it runs.
         p.run(&["DEL", "k", &other]);
-        assert_eq!(batch_keys(&server)[1], vec![other.clone()]);
-        assert_eq!(p.held.shard(), None);
+        let batches = batch_keys(&server);
+        assert_eq!(batches.len(), 2);
+        assert!(batches[0].len() >= 4 && batches[0].iter().take(3).all(|k| k == "k"));
+        assert_eq!(batches[0].last(), Some(&other));
+        assert!(p.held.is_empty());
         let out = p.release();
         assert_eq!(
             out,
             ":1\r\n:2\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:3\r\n+OK\r\n:2\r\n"
         );
-        assert_eq!(server.batches.lock().len(), 3);
-        // The batches released along the way; DEL's own is its outcome's.
-        assert_eq!(p.durable, Some(2));
+        assert_eq!(server.batches.lock().len(), 2);
+        // The batch released along the way; DEL's own is its outcome's.
+        assert_eq!(p.durable, Some(1));
+    }
+
+    #[test]
+    fn a_read_on_another_shard_releases_the_hold() {
+        let server = Fake::logging();
+        let ks = Keyspace::new(16, 8);
+        let other = elsewhere(&ks, "k");
+        let mut p = Pipeline::new(&server, &ks);
+        p.run(&["SET", "k", "1"]);
+        p.run(&["GET", &other]);
+        assert_eq!(batch_keys(&server), vec![vec!["k".to_string()]]);
+        assert_eq!(
+            p.held.shards().collect::<Vec<_>>(),
+            vec![ks.shard_of(other.as_bytes())]
+        );
+        assert_eq!(p.release(), "+OK\r\n$-1\r\n");
+    }
+
+    #[test]
+    fn a_write_whose_shard_is_busy_releases_the_hold_and_waits() {
+        let server = Fake::logging();
+        let ks = Keyspace::new(16, 8);
+        let other = elsewhere(&ks, "k");
+        let other_shard = ks.shard_of(other.as_bytes());
+        let mut p = Pipeline::new(&server, &ks);
+        p.run(&["SET", "k", "1"]);
+        let (taken, release) = (
+            std::sync::Barrier::new(2),
+            std::sync::atomic::AtomicBool::new(false),
+        );
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _guard = ks.lock(other_shard);
+                taken.wait();
+                while !release.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+            taken.wait();
+            scope.spawn(|| {
+                // The shard of "k" is free once the pipeline gave up its hold.
+                let k = ks.try_lock_for(ks.shard_of(b"k"), Duration::from_secs(10));
+                release.store(true, Ordering::Release);
+                assert!(k.is_some(), "the hold was kept during the wait");
+            });
+            p.run(&["SET", &other, "2"]);
+        });
+        assert_eq!(
+            batch_keys(&server),
+            vec![vec!["k".to_string()]],
+            "logged before the wait"
+        );
+        assert_eq!(p.held.shards().collect::<Vec<_>>(), vec![other_shard]);
+        assert_eq!(p.release(), "+OK\r\n+OK\r\n");
+        assert_eq!(batch_keys(&server)[1], vec![other.clone()]);
+    }
+
+    #[test]
+    fn a_hold_ends_after_its_shard_limit() {
+        let server = Fake::logging();
+        let ks = Keyspace::new(16, 64);
+        let mut shards_seen = std::collections::HashSet::new();
+        let keys: Vec<String> = (0..)
+            .map(|i| format!("key{i}"))
+            .filter(|k| shards_seen.insert(ks.shard_of(k.as_bytes())))
+            .take(Held::MAX_SHARDS + 3)
+            .collect();
+        let mut p = Pipeline::new(&server, &ks);
+        for k in &keys {
+            p.run(&["SET", k, "v"]);
+        }
+        p.release();
+        let sizes: Vec<usize> = server.batches.lock().iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![Held::MAX_SHARDS, 3]);
+    }
+
+    #[test]
+    fn without_the_log_a_hold_keeps_one_shard() {
+        let server = Fake::new();
+        let ks = Keyspace::new(16, 8);
+        let other = elsewhere(&ks, "k");
+        let mut p = Pipeline::new(&server, &ks);
+        p.run(&["SET", "k", "1"]);
+        p.run(&["SET", &other, "1"]);
+        assert_eq!(
+            p.held.shards().collect::<Vec<_>>(),
+            vec![ks.shard_of(other.as_bytes())]
+        );
+        assert_eq!(p.release(), "+OK\r\n+OK\r\n");
     }
 
     #[test]
@@ -811,16 +911,21 @@ mod tests {
         p.run(&["GET", "k"]);
         p.run(&["INCR", "k"]);
         server.refuse.store(true, Ordering::Relaxed);
-        let at = p.run(&["SET", &other, "x"]);
+        // A read elsewhere releases the hold before it runs.
+        let at = p.run(&["GET", &other]);
         let error = "-MISCONF the log refused the batch\r\n";
         // The reads' replies stay; the writes' become the error, and the running
         // command's reply is found where it now begins.
         assert_eq!(
             String::from_utf8_lossy(&p.out),
-            format!("{error}$1\r\n1\r\n{error}+OK\r\n")
+            format!("{error}$1\r\n1\r\n{error}$-1\r\n")
         );
-        assert_eq!(&p.out[at..], b"+OK\r\n");
-        assert_eq!(p.release(), format!("{error}$1\r\n1\r\n{error}{error}"));
+        assert_eq!(&p.out[at..], b"$-1\r\n");
+        p.run(&["SET", &other, "x"]);
+        assert_eq!(
+            p.release(),
+            format!("{error}$1\r\n1\r\n{error}$-1\r\n{error}")
+        );
         assert!(server.batches.lock().is_empty());
     }
 }

@@ -97,6 +97,8 @@ fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<Compac
     // lock the key's writers want.
     let mut last_key: Vec<u8> = Vec::new();
     let mut last_first: Option<Option<Location>> = None;
+    let mut firsts = Firsts::list(inner, last, report.bytes_in);
+    let firsts_bytes = firsts.as_ref().map_or(0, Firsts::bytes);
     for &id in &inputs {
         inner.log.scan_segment(id, &mut |location, record, raw| {
             if record.header.kind == Kind::Delete {
@@ -112,6 +114,9 @@ fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<Compac
                 last_key.clear();
                 last_key.extend_from_slice(record.key);
                 last_first = None;
+            }
+            if firsts.as_mut().is_some_and(|f| !f.contains(location)) {
+                return Ok(());
             }
             // Only the key's oldest record starts its copy.
             let Some(entry) = inner.index.get_if_first(record.key, location) else {
@@ -168,6 +173,7 @@ fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<Compac
             });
             if moved.len().is_multiple_of(256) {
                 let bytes = kept_bytes
+                    + firsts_bytes
                     + moved.capacity() * std::mem::size_of::<Moved>()
                     + expired.capacity() * std::mem::size_of::<(Box<[u8]>, KeyEntry)>();
                 held.0.store(bytes as u64, Ordering::Relaxed);
@@ -197,4 +203,50 @@ fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<Compac
     inner.compactions.fetch_add(1, Ordering::Relaxed);
     tracing::debug!(?report, "compaction finished");
     Ok(report)
+}
+
+/// The oldest records of the keys, listed once by the index (see
+/// [`Index::first_locations`](crate::Index::first_locations)) when a compaction
+/// reads many more records than there are keys: most of what it reads is then dead,
+/// and a record the list lacks is skipped without asking the index, whose answer
+/// may cost a lock and a cache miss. Sorted, and read with a cursor, since the
+/// inputs are read in location order.
+struct Firsts {
+    sorted: Vec<Location>,
+    /// Where the last record asked about would be in `sorted`.
+    at: usize,
+}
+
+impl Firsts {
+    /// Input bytes per key above which the list is made: listing costs about a
+    /// question per key, skipping saves a question per dead record, and a record
+    /// takes some 40 bytes at the least.
+    const BYTES_PER_KEY: u64 = 128;
+
+    fn list(inner: &Inner, last: crate::segment::SegmentId, bytes_in: u64) -> Option<Firsts> {
+        if inner.index.len() > bytes_in / Self::BYTES_PER_KEY {
+            return None;
+        }
+        let mut sorted = Vec::new();
+        if !inner.index.first_locations(last, &mut sorted) {
+            return None;
+        }
+        sorted.sort_unstable();
+        Some(Firsts { sorted, at: 0 })
+    }
+
+    /// Whether `location` is listed; cheapest when asked in ascending order.
+    fn contains(&mut self, location: Location) -> bool {
+        if self.at > 0 && self.sorted[self.at - 1] > location {
+            self.at = self.sorted.partition_point(|l| *l < location);
+        }
+        while self.sorted.get(self.at).is_some_and(|l| *l < location) {
+            self.at += 1;
+        }
+        self.sorted.get(self.at) == Some(&location)
+    }
+
+    fn bytes(&self) -> usize {
+        self.sorted.capacity() * std::mem::size_of::<Location>()
+    }
 }

@@ -19,7 +19,7 @@
 
 use std::fmt;
 
-use crate::segment::Location;
+use crate::segment::{Location, SegmentId};
 
 /// The records that make a key's value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,6 +168,20 @@ pub trait Index: Send + Sync + fmt::Debug {
             .filter(|e| e.first_location() == Some(location))
     }
 
+    /// Pushes onto `out`, in no order, the oldest record of every key whose oldest
+    /// record is in a segment up to `upto`, if the index can list them all for less
+    /// than compaction's question per record costs; returns `false` if it cannot
+    /// (and `out` then means nothing). Listing more records than that is harmless.
+    ///
+    /// A compaction that reads many more records than there are keys asks this once
+    /// and skips, without a question, every record the list lacks: a record that is
+    /// no key's oldest when the list is made never becomes one (a key's oldest record
+    /// only moves to a newer segment), so it is dead. The default cannot.
+    fn first_locations(&self, upto: SegmentId, out: &mut Vec<Location>) -> bool {
+        let _ = (upto, out);
+        false
+    }
+
     /// Calls `f` with every key that has an entry and its [`Head`] (expired keys
     /// included): the plan for reading a whole store in log order.
     ///
@@ -268,6 +282,9 @@ impl<T: Index + ?Sized> Index for std::sync::Arc<T> {
     }
     fn get_if_first(&self, key: &[u8], location: Location) -> Option<KeyEntry> {
         (**self).get_if_first(key, location)
+    }
+    fn first_locations(&self, upto: SegmentId, out: &mut Vec<Location>) -> bool {
+        (**self).first_locations(upto, out)
     }
     fn for_each_head(&self, f: &mut dyn FnMut(&[u8], Head)) {
         (**self).for_each_head(f)

@@ -721,6 +721,21 @@ impl Db {
         self.log_index.as_ref()?.first(key, self.narrow_at(pos))
     }
 
+    /// Calls `f` with the oldest record of every key whose records are listed (the
+    /// store's compaction, see `strata_engine::Index::first_locations`). Reads the
+    /// entries in table order; a chain's first record is looked up by key.
+    pub fn for_each_first_log_location(&self, mut f: impl FnMut(LogLoc)) {
+        let Some(index) = self.log_index.as_ref() else {
+            return;
+        };
+        for e in self.dict.iter().filter(|e| e.is_logged()) {
+            let (slot, len) = e.log_slot();
+            if let Some(loc) = index.first(e.key(), Narrow::join(slot, len)) {
+                f(loc);
+            }
+        }
+    }
+
     /// Where `key` is in the table, if its records are listed.
     fn listed_pos(&self, hash: u64, key: &[u8]) -> Option<Pos> {
         let pos = self.dict.find(hash, key)?;

@@ -118,3 +118,125 @@ fn the_background_thread_compacts_when_the_trigger_fires() {
         assert_eq!(engine.get(&key(i)).unwrap(), Some(value(i, 4)));
     }
 }
+
+/// A keydir that counts compaction's questions and may refuse to list the keys'
+/// oldest records, so that a compaction asks per record instead.
+#[derive(Debug, Default)]
+struct Counted {
+    keydir: strata_engine::Keydir,
+    lists: bool,
+    questions: std::sync::atomic::AtomicU64,
+}
+
+impl strata_engine::Index for Counted {
+    fn get(&self, key: &[u8]) -> Option<strata_engine::KeyEntry> {
+        self.keydir.get(key)
+    }
+    fn get_if_first(
+        &self,
+        key: &[u8],
+        location: strata_engine::Location,
+    ) -> Option<strata_engine::KeyEntry> {
+        self.questions.fetch_add(1, Ordering::Relaxed);
+        self.keydir.get_if_first(key, location)
+    }
+    fn first_locations(
+        &self,
+        upto: strata_engine::SegmentId,
+        out: &mut Vec<strata_engine::Location>,
+    ) -> bool {
+        self.lists && self.keydir.first_locations(upto, out)
+    }
+    fn for_each_head(&self, f: &mut dyn FnMut(&[u8], strata_engine::index::Head)) {
+        self.keydir.for_each_head(f)
+    }
+    fn apply(&self, key: &[u8], change: strata_engine::index::Change) -> Option<u64> {
+        self.keydir.apply(key, change)
+    }
+    fn take_freed(&self) -> u64 {
+        self.keydir.take_freed()
+    }
+    fn replace_prefix(
+        &self,
+        key: &[u8],
+        prefix: &[strata_engine::Location],
+        replacement: strata_engine::Location,
+    ) -> Option<u64> {
+        self.keydir.replace_prefix(key, prefix, replacement)
+    }
+    fn remove_if(&self, key: &[u8], expected: &strata_engine::KeyEntry) -> Option<u64> {
+        self.keydir.remove_if(key, expected)
+    }
+    fn len(&self) -> u64 {
+        self.keydir.len()
+    }
+    fn scan(&self, token: &[u8]) -> strata_engine::index::ScanChunk {
+        self.keydir.scan(token)
+    }
+}
+
+#[test]
+fn listing_the_oldest_records_keeps_what_asking_per_record_keeps() {
+    use strata_engine::{ManualClock, WriteBatch, WriteMeta};
+    const KEYS: u64 = 50;
+    let run = |lists: bool| {
+        let clock = ManualClock::new(1_000_000);
+        let dir = tempfile::tempdir().unwrap();
+        let index = Arc::new(Counted {
+            lists,
+            ..Counted::default()
+        });
+        let options = disk_options().with_clock(Arc::new(clock.clone()));
+        let engine = Engine::open_with_index(dir.path(), options, Box::new(index.clone())).unwrap();
+        // Many records a key: overwrites, chains of operations, deletes, keys that
+        // expire, batches; then a compaction with writes after it, and another.
+        for round in 0..40u64 {
+            for i in 0..KEYS {
+                match (i + round) % 6 {
+                    0 | 1 => drop(engine.put(&key(i), &value(i, round)).unwrap()),
+                    2 => drop(engine.merge(&key(i), b"+").unwrap()),
+                    3 if i % 4 == 0 => drop(engine.delete(&key(i)).unwrap()),
+                    4 => {
+                        let mut batch = WriteBatch::new();
+                        let meta = WriteMeta::new().with_expiry(1_000_000 + 500 * (i % 3));
+                        batch.put_with(&key(i), &value(i, round), meta);
+                        batch.merge(&key(i + KEYS), b"*");
+                        engine.write(&batch).unwrap();
+                    }
+                    _ => drop(engine.merge(&key(i + KEYS), b"-").unwrap()),
+                }
+            }
+            if round == 25 {
+                engine.compact().unwrap();
+            }
+        }
+        clock.set(1_000_600);
+        let report = engine.compact().unwrap();
+        let contents: Vec<_> = (0..2 * KEYS)
+            .map(|i| engine.get(&key(i)).unwrap())
+            .collect();
+        engine.close().unwrap();
+        let options = disk_options().with_clock(Arc::new(clock.clone()));
+        let reopened = Engine::open(dir.path(), options).unwrap();
+        for (i, want) in contents.iter().enumerate() {
+            assert_eq!(
+                &reopened.get(&key(i as u64)).unwrap(),
+                want,
+                "key {i} reopened"
+            );
+        }
+        (report, contents, index.questions.load(Ordering::Relaxed))
+    };
+    let (asked, asked_contents, asked_questions) = run(false);
+    let (listed, listed_contents, listed_questions) = run(true);
+    assert_eq!(listed_contents, asked_contents);
+    assert_eq!(listed, asked);
+    assert!(asked.keys_expired > 0 && asked.keys_kept > 0, "{asked:?}");
+    // Asking per record questions every key's run of records; the list leaves only
+    // the keys' oldest records to ask about.
+    assert!(
+        asked_questions > 10 * listed_questions,
+        "{asked_questions} vs {listed_questions}"
+    );
+    assert!(listed_questions <= 2 * 2 * KEYS, "{listed_questions}");
+}

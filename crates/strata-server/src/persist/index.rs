@@ -214,6 +214,32 @@ impl Index for StoreIndex {
         self.keydir.get_if_first(key, location)
     }
 
+    /// The keydir's keys, then the keyspace's, one shard at a time (each held for a
+    /// walk of its entries). The keys the keyspace lists move there from the keydir
+    /// only at the switch: should it happen meanwhile, the list may lack some, and
+    /// is refused.
+    fn first_locations(&self, upto: SegmentId, out: &mut Vec<Location>) -> bool {
+        let switched = self.is_switched();
+        self.keydir.for_each_head(&mut |_, head| {
+            if head.first.segment <= upto {
+                out.push(head.first);
+            }
+        });
+        if switched {
+            for s in 0..self.keyspace.num_shards() {
+                let shard = self.keyspace.lock(s);
+                for db in shard.dbs() {
+                    db.for_each_first_log_location(|l| {
+                        if l.segment <= upto.0 {
+                            out.push(to_location(l));
+                        }
+                    });
+                }
+            }
+        }
+        self.is_switched() == switched
+    }
+
     fn expires_at(&self, key: &[u8]) -> Option<u64> {
         if self.in_keyspace(key) {
             return self.get(key).map(|e| e.expires_at);

@@ -48,6 +48,8 @@ pub struct Keys<'a> {
     /// Number of changes made (Redis's `server.dirty` increments).
     pub dirty: u64,
     guards: SmallVec<[(usize, MutexGuard<'a, Shard>); 4]>,
+    /// Where in `guards` the last shard looked up was (a hint, checked before use).
+    near: usize,
     /// Whether `guards` holds every shard, in index order.
     all: bool,
     /// Keys that may now satisfy blocked clients, as (database, key); collected only
@@ -99,6 +101,7 @@ impl<'a> Keys<'a> {
             now_ms,
             dirty: 0,
             guards: SmallVec::new(),
+            near: 0,
             all: false,
             ready: Vec::new(),
             track_ready: false,
@@ -276,12 +279,15 @@ impl<'a> Keys<'a> {
     /// Where in `guards` the shard with this index is, locking it if needed.
     #[inline]
     fn guard_pos(&mut self, idx: usize) -> usize {
-        // Most lookups: the first shard held (a one-key command's only one). With
-        // every shard held, the first is shard 0, at position 0 too.
-        if self.guards.first().is_some_and(|g| g.0 == idx) {
-            return 0;
+        // Most lookups: the shard found last (a one-key command's only one, or its
+        // own among those a pipeline holds). At first, position 0: with every shard
+        // held, shard 0.
+        if self.guards.get(self.near).is_some_and(|g| g.0 == idx) {
+            return self.near;
         }
-        self.find_guard(idx)
+        let at = self.find_guard(idx);
+        self.near = at;
+        at
     }
 
     /// [`Keys::guard_pos`] past its first shard.

@@ -722,6 +722,12 @@ impl Entry {
     fn resize_value(&mut self, len: usize) -> usize {
         debug_assert!(is_packed(self.meta().kind));
         let parts = self.parts();
+        if len == parts.value_len {
+            // A value replaced by one of its length (HSET of a field's new value):
+            // nothing moves, and a `realloc` to the same size still cost some 200
+            // instructions.
+            return parts.value_at;
+        }
         let old_size = parts.size();
         let head = varint_len(parts.key_len) + varint_len(len);
         let key_at = META + head;
@@ -1435,6 +1441,39 @@ mod tests {
         let mut n = Entry::new(b"k", Value::string(b"12"), 0);
         assert_eq!(n.append(b"3"), None, "integers are converted by the caller");
         assert_eq!(str_value(&n), b"12");
+    }
+
+    #[test]
+    fn a_packed_value_of_the_same_length_is_replaced_in_place() {
+        let limits = crate::EncodingLimits::default();
+        let mut h = Hash::default();
+        h.insert(b"a", b"1", &limits);
+        h.insert(b"f", b"aaaa", &limits);
+        h.insert(b"z", b"26", &limits);
+        let mut e = Entry::new(b"key", Value::Hash(h), 0);
+        assert_eq!(e.meta().kind, kind::HASH_PACK);
+        let (addr, size) = (DictEntry::addr(&e), e.size());
+        assert!(!e.as_hash_mut().unwrap().insert(b"f", b"bbbb", &limits));
+        assert_eq!((DictEntry::addr(&e), e.size()), (addr, size));
+        let pairs = |e: &Entry| -> Vec<(String, String)> {
+            hash_pairs(e)
+                .into_iter()
+                .map(|(f, v)| (String::from_utf8(f).unwrap(), String::from_utf8(v).unwrap()))
+                .collect()
+        };
+        let want = |v: &str| {
+            vec![
+                ("a".to_string(), "1".to_string()),
+                ("f".to_string(), v.to_string()),
+                ("z".to_string(), "26".to_string()),
+            ]
+        };
+        assert_eq!(pairs(&e), want("bbbb"));
+        // Shorter and longer values still resize it.
+        assert!(!e.as_hash_mut().unwrap().insert(b"f", b"cc", &limits));
+        assert_eq!((pairs(&e), e.size()), (want("cc"), size - 2));
+        assert!(!e.as_hash_mut().unwrap().insert(b"f", b"dddddd", &limits));
+        assert_eq!((pairs(&e), e.size()), (want("dddddd"), size + 2));
     }
 
     #[test]

@@ -40,6 +40,24 @@ pub fn apply(policy: SchedPolicy, always: bool) {
     }
 }
 
+/// Puts the calling thread under `SCHED_IDLE` (Linux): it runs only on a CPU no other
+/// thread wants, and a thread of any other policy that wakes takes the CPU from it
+/// at once. For compactions and snapshots: at nice 19 but under the policy of the
+/// I/O threads, `SCHED_BATCH`, whose woken threads wait for the running one's time
+/// slice, a compaction took 0.9 of a CPU from a SET load on two CPUs and cut its
+/// throughput to 55% (docs/BENCHMARKS.md, "Throughput while compacting"). Where the
+/// policy is refused, or elsewhere than on Linux, the thread is niced to 19.
+pub fn idle_current() {
+    #[cfg(target_os = "linux")]
+    if set_raw(0, libc::SCHED_IDLE).is_ok() {
+        return;
+    }
+    // On Linux a thread id names one thread for setpriority.
+    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19) {
+        tracing::debug!("could not lower the background thread's priority: {e}");
+    }
+}
+
 #[cfg(target_os = "linux")]
 fn set_all(policy: SchedPolicy) -> std::io::Result<()> {
     for task in std::fs::read_dir("/proc/self/task")? {
@@ -50,6 +68,12 @@ fn set_all(policy: SchedPolicy) -> std::io::Result<()> {
         else {
             continue;
         };
+        // A background thread stays idle (see `idle_current`).
+        // SAFETY: the call takes no pointers; a tid that names no thread is an error.
+        #[allow(unsafe_code)]
+        if unsafe { libc::sched_getscheduler(tid) } == libc::SCHED_IDLE {
+            continue;
+        }
         match set(tid, policy) {
             // A thread that ended meanwhile.
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
@@ -67,11 +91,19 @@ fn set_all(policy: SchedPolicy) -> std::io::Result<()> {
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)] // One system call, which libc declares and rustix does not wrap.
 fn set(tid: i32, policy: SchedPolicy) -> std::io::Result<()> {
-    let policy = match policy {
-        SchedPolicy::Batch => libc::SCHED_BATCH,
-        SchedPolicy::Normal => libc::SCHED_OTHER,
-    };
-    // Both policies take priority 0.
+    set_raw(
+        tid,
+        match policy {
+            SchedPolicy::Batch => libc::SCHED_BATCH,
+            SchedPolicy::Normal => libc::SCHED_OTHER,
+        },
+    )
+}
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // One system call, which libc declares and rustix does not wrap.
+fn set_raw(tid: i32, policy: i32) -> std::io::Result<()> {
+    // Every policy used takes priority 0.
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: `param` is a valid `sched_param` for the duration of the call; `tid`
     // names a thread of this process (0: the calling one), or none (an error).
@@ -109,10 +141,15 @@ mod tests {
         assert_eq!(effective(SchedPolicy::Normal, true), SchedPolicy::Normal);
     }
 
+    /// Held by the tests that set policies, which `set_all` would otherwise change
+    /// under each other.
+    static POLICIES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// Each policy takes effect on the calling thread and is inherited by the
     /// threads it starts; and a thread may go back to the normal policy.
     #[test]
     fn the_policy_is_set_and_inherited() {
+        let _only = POLICIES.lock().unwrap_or_else(|e| e.into_inner());
         std::thread::spawn(|| {
             set(0, SchedPolicy::Batch).expect("SCHED_BATCH needs no privilege");
             assert_eq!(current(), libc::SCHED_BATCH);
@@ -123,5 +160,27 @@ mod tests {
         })
         .join()
         .expect("thread");
+    }
+
+    /// A background thread goes idle, and setting every thread's policy leaves it
+    /// there.
+    #[test]
+    fn a_background_thread_stays_idle() {
+        let _only = POLICIES.lock().unwrap_or_else(|e| e.into_inner());
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<i32>();
+        let idle = std::thread::spawn(move || {
+            idle_current();
+            ready_tx
+                .send(rustix::thread::gettid().as_raw_nonzero().get())
+                .expect("send");
+            rx.recv().expect("recv");
+            current()
+        });
+        let tid = ready_rx.recv().expect("tid");
+        assert_ne!(tid, 0);
+        set_all(SchedPolicy::Normal).expect("set every thread's policy");
+        tx.send(()).expect("send");
+        assert_eq!(idle.join().expect("idle thread"), libc::SCHED_IDLE);
     }
 }

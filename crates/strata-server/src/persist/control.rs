@@ -179,21 +179,16 @@ pub fn start(state: &Arc<ServerState>) -> anyhow::Result<()> {
 }
 
 /// Runs background work (a compaction, a BGSAVE) on a thread of its own at the
-/// lowest CPU priority (nice 19): when it competes with the threads serving clients
-/// for a core, the scheduler gives them nearly all of it, and on idle cores it runs
-/// at full speed. The persistence worker itself keeps its priority, which a thread
+/// lowest CPU priority (`SCHED_IDLE`, see [`crate::sched::idle_current`]): a thread
+/// serving clients that wakes takes the core from it at once, and on idle cores it
+/// runs at full speed. The persistence worker itself keeps its priority, which a thread
 /// cannot raise again once lowered, for the jobs clients wait on (loading, SAVE).
 fn at_low_priority<T: Send>(work: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()
             .name("strata-background".into())
             .spawn_scoped(scope, || {
-                // On Linux a thread id names one thread for setpriority.
-                if let Err(e) =
-                    rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19)
-                {
-                    tracing::debug!("could not lower the background thread's priority: {e}");
-                }
+                crate::sched::idle_current();
                 work()
             })
             .map_err(|e| format!("can't start a background thread: {e}"))?;

@@ -623,7 +623,7 @@ impl<'a> Keys<'a> {
         let now = self.now_ms;
         let changed = std::mem::take(&mut self.changed_keys);
         let mut explicit = std::mem::take(&mut self.explicit_ops);
-        self.records.reserve(changed.len());
+        crate::effects::spare::reserve(&mut self.records, changed.len());
         for (db_index, hash, key) in changed {
             if explicit.is_empty()
                 && rule == LogRule::Replay
@@ -1075,11 +1075,13 @@ fn append_records(
 ) -> Result<Option<u64>, ()> {
     let records = keys.take_records();
     let mut located = crate::effects::Located::new();
-    match server.log(&records, keys.now_ms, &mut located) {
-        Ok(durable) => {
-            keys.apply_locations(&records, &located);
-            Ok(durable)
-        }
+    let logged = server.log(&records, keys.now_ms, &mut located);
+    if logged.is_ok() {
+        keys.apply_locations(&records, &located);
+    }
+    crate::effects::spare::recycle(records);
+    match logged {
+        Ok(durable) => Ok(durable),
         Err(e) => {
             let error = CmdError::coded(e);
             let text = error.to_bytes();

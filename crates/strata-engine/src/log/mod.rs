@@ -82,12 +82,13 @@ pub struct Entry<'a> {
     pub expires_at: u64,
 }
 
-/// The records of one append, as [`Log::append_planned`] gathers them: a few
-/// are kept inline.
-pub type Entries<'a> = smallvec::SmallVec<[Entry<'a>; 4]>;
+/// The records of one append, as [`Log::append_planned`] gathers them: up to 16
+/// inline (on the stack), the batch of a pipeline over the shards a server
+/// connection holds at once, which grew twice with a reallocation each from 4.
+pub type Entries<'a> = smallvec::SmallVec<[Entry<'a>; 16]>;
 
-/// The locations of one append's records (inline for a few).
-pub type Locations = smallvec::SmallVec<[Location; 4]>;
+/// The locations of one append's records (inline for as many).
+pub type Locations = smallvec::SmallVec<[Location; 16]>;
 
 /// A record read back from the log, owning its bytes.
 #[derive(Clone, PartialEq, Eq)]

@@ -68,7 +68,7 @@ pub fn to_loc(l: Location) -> LogLoc {
     }
 }
 
-fn to_location(l: LogLoc) -> Location {
+pub(super) fn to_location(l: LogLoc) -> Location {
     Location {
         segment: SegmentId(l.segment),
         offset: l.offset,
@@ -125,6 +125,12 @@ impl StoreIndex {
             external: AtomicBool::new(false),
             keydir: Keydir::new(),
         }
+    }
+
+    /// Keys the keydir holds (its own, with the keyspace as the index).
+    #[cfg(test)]
+    pub fn keydir_len(&self) -> u64 {
+        self.keydir.len()
     }
 
     /// Whether the keyspace lists the records of the keys of mapped namespaces.

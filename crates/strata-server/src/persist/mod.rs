@@ -1656,4 +1656,70 @@ mod tests {
             Some(strata_keyspace::logref::LogRefs::Value(_))
         ));
     }
+
+    /// Over the keyspace, the index lists each key's oldest record for compaction
+    /// (and only those of the segments asked about), and a compaction of many
+    /// versions of a few keys keeps the last ones.
+    #[test]
+    fn the_keyspace_lists_its_oldest_records_for_compaction() {
+        use strata_engine::{Index, SegmentId};
+        let dir = tempfile::tempdir().expect("temp dir");
+        {
+            let p = open(dir.path());
+            let mut located = strata_commands::effects::Located::new();
+            for round in 0..300u64 {
+                let v = round.to_string();
+                p.log(
+                    &[put(0, "a", v.as_bytes()), put(3, "b", v.as_bytes())],
+                    round + 1,
+                    &mut located,
+                )
+                .expect("logged");
+            }
+            p.close().expect("closed");
+        }
+        let p = open(dir.path());
+        p.recover(&EncodingLimits::default(), 1_000, &AtomicU64::new(0), None)
+            .expect("recovered");
+        let ks = &p.keyspace;
+        let first = |db: usize, key: &[u8]| {
+            let hash = ks.hash(key);
+            match ks.lock(ks.shard_of_hash(hash)).db(db).log_refs(hash, key) {
+                Some(strata_keyspace::logref::LogRefs::Value(l)) => index::to_location(l),
+                other => panic!("{other:?}"),
+            }
+        };
+        let (a, b) = (first(0, b"a"), first(3, b"b"));
+        let index = p.index.load();
+        assert!(index.is_switched());
+        let mut listed = Vec::new();
+        assert!(index.first_locations(SegmentId(u64::MAX), &mut listed));
+        assert!(listed.contains(&a) && listed.contains(&b), "{listed:?}");
+        // Besides them, only the store's own keys.
+        assert!(listed.len() as u64 <= 2 + index.keydir_len(), "{listed:?}");
+        let mut below = Vec::new();
+        let upto = SegmentId(a.segment.0.min(b.segment.0) - 1);
+        assert!(index.first_locations(upto, &mut below));
+        assert!(!below.contains(&a) && !below.contains(&b));
+        drop(index);
+        let report = p.engine().expect("open").compact().expect("compacted");
+        assert_eq!(report.keys_kept, 2);
+        p.close().expect("closed");
+        let p = open(dir.path());
+        p.recover(&EncodingLimits::default(), 1_000, &AtomicU64::new(0), None)
+            .expect("recovered");
+        for (db, key) in [(0, b"a"), (3, b"b")] {
+            let hash = p.keyspace.hash(key);
+            let mut shard = p.keyspace.lock(p.keyspace.shard_of_hash(hash));
+            let value = shard
+                .db(db)
+                .peek(hash, key, 1_000)
+                .map(|e| e.value().to_value());
+            assert_eq!(
+                value,
+                Some(strata_keyspace::Value::string(b"299")),
+                "db {db}"
+            );
+        }
+    }
 }

@@ -294,15 +294,6 @@ impl Index for Keydir {
         }
     }
 
-    fn first_locations(&self, upto: crate::segment::SegmentId, out: &mut Vec<Location>) -> bool {
-        self.for_each_head(&mut |_, head| {
-            if head.first.segment <= upto {
-                out.push(head.first);
-            }
-        });
-        true
-    }
-
     fn first_location(&self, key: &[u8]) -> Option<Location> {
         self.shard(key)
             .read()

@@ -723,17 +723,20 @@ impl Db {
 
     /// Calls `f` with the oldest record of every key whose records are listed (the
     /// store's compaction, see `strata_engine::Index::first_locations`). Reads the
-    /// entries in table order; a chain's first record is looked up by key.
+    /// entries in table order, loading those ahead; a chain's first record is looked
+    /// up by key.
     pub fn for_each_first_log_location(&self, mut f: impl FnMut(LogLoc)) {
         let Some(index) = self.log_index.as_ref() else {
             return;
         };
-        for e in self.dict.iter().filter(|e| e.is_logged()) {
-            let (slot, len) = e.log_slot();
-            if let Some(loc) = index.first(e.key(), Narrow::join(slot, len)) {
-                f(loc);
+        self.dict.for_each_prefetched(|e| {
+            if e.is_logged() {
+                let (slot, len) = e.log_slot();
+                if let Some(loc) = index.first(e.key(), Narrow::join(slot, len)) {
+                    f(loc);
+                }
             }
-        }
+        });
     }
 
     /// Where `key` is in the table, if its records are listed.

@@ -1002,6 +1002,21 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         self.main.slots.iter().chain(old).filter_map(Option::as_ref)
     }
 
+    /// Calls `f` on every entry, as [`Dict::iter`] visits them, loading the entries
+    /// ahead while it runs: a walk of a whole table under its shard's lock (the
+    /// store's compaction) then waits for memory a fraction of the time.
+    pub fn for_each_prefetched(&self, mut f: impl FnMut(&E)) {
+        let old = self.old.iter().map(|t| &t.slots[..]);
+        for slots in std::iter::once(&self.main.slots[..]).chain(old) {
+            for (i, slot) in slots.iter().enumerate() {
+                prefetch_ahead(slots, i, 0, slots.len());
+                if let Some(e) = slot {
+                    f(e);
+                }
+            }
+        }
+    }
+
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut E> {
         let old = self.old.iter_mut().flat_map(|t| t.slots.iter_mut());
         self.main

@@ -226,6 +226,8 @@ impl Index for StoreIndex {
     /// is refused.
     fn first_locations(&self, upto: SegmentId, out: &mut Vec<Location>) -> bool {
         let switched = self.is_switched();
+        // Room first, so that the list does not grow (copy itself) under a shard.
+        out.reserve(usize::try_from(self.len()).unwrap_or(0));
         self.keydir.for_each_head(&mut |_, head| {
             if head.first.segment <= upto {
                 out.push(head.first);

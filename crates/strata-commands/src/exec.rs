@@ -744,6 +744,11 @@ mod tests {
             .expect("a key in another shard")
     }
 
+    /// The records in each batch logged, in order.
+    fn batch_sizes(server: &Fake) -> Vec<usize> {
+        server.batches.lock().iter().map(Vec::len).collect()
+    }
+
     fn batch_keys(server: &Fake) -> Vec<Vec<String>> {
         server
             .batches
@@ -868,8 +873,7 @@ mod tests {
             p.run(&["SET", k, "v"]);
         }
         p.release();
-        let sizes: Vec<usize> = server.batches.lock().iter().map(Vec::len).collect();
-        assert_eq!(sizes, vec![Held::MAX_SHARDS, 3]);
+        assert_eq!(batch_sizes(&server), vec![Held::MAX_SHARDS, 3]);
     }
 
     #[test]
@@ -897,8 +901,7 @@ mod tests {
             p.run(&["INCR", "n"]);
         }
         p.release();
-        let sizes: Vec<usize> = server.batches.lock().iter().map(Vec::len).collect();
-        assert_eq!(sizes, vec![Held::MAX_COMMANDS, 44]);
+        assert_eq!(batch_sizes(&server), vec![Held::MAX_COMMANDS, 44]);
     }
 
     #[test]

@@ -268,6 +268,19 @@ pub trait Index: Send + Sync + fmt::Debug {
     fn scan(&self, token: &[u8]) -> ScanChunk;
 }
 
+/// Pushes onto `out` the oldest record of every key of `index` whose oldest record
+/// is in a segment up to `upto`, by a walk of [`Index::for_each_head`]: how an index
+/// lists them for [`Index::first_locations`] where that walk holds nothing a writer
+/// waits for long (the engine's own keydir does not: its walk, shard by shard under
+/// their locks, doubled a writer's longest stall during a compaction).
+pub fn heads_up_to<I: Index + ?Sized>(index: &I, upto: SegmentId, out: &mut Vec<Location>) {
+    index.for_each_head(&mut |_, head| {
+        if head.first.segment <= upto {
+            out.push(head.first);
+        }
+    });
+}
+
 /// A shared index is an index: the owner keeps an `Arc` to it while the engine
 /// holds another (for an index the caller also reaches, see [`Index::is_external`]).
 impl<T: Index + ?Sized> Index for std::sync::Arc<T> {

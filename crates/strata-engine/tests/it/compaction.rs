@@ -120,9 +120,8 @@ fn the_background_thread_compacts_when_the_trigger_fires() {
 }
 
 /// A keydir that counts compaction's questions and may list the keys' oldest
-/// records (the keydir itself does not: a walk of its shards under their locks
-/// doubled the longest stall of a writer during a compaction, 10 → 20 ms, for a
-/// compaction 10% shorter), so that a compaction skips the records it lacks.
+/// records (`index::heads_up_to`, which the keydir itself does not use), so that a
+/// compaction skips the records it lacks.
 #[derive(Debug, Default)]
 struct Counted {
     keydir: strata_engine::Keydir,
@@ -148,11 +147,7 @@ impl strata_engine::Index for Counted {
         out: &mut Vec<strata_engine::Location>,
     ) -> bool {
         if self.lists {
-            self.keydir.for_each_head(&mut |_, head| {
-                if head.first.segment <= upto {
-                    out.push(head.first);
-                }
-            });
+            strata_engine::index::heads_up_to(&self.keydir, upto, out);
         }
         self.lists
     }

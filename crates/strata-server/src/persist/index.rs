@@ -228,11 +228,7 @@ impl Index for StoreIndex {
         let switched = self.is_switched();
         // Room first, so that the list does not grow (copy itself) under a shard.
         out.reserve(usize::try_from(self.len()).unwrap_or(0));
-        self.keydir.for_each_head(&mut |_, head| {
-            if head.first.segment <= upto {
-                out.push(head.first);
-            }
-        });
+        strata_engine::index::heads_up_to(&self.keydir, upto, out);
         if switched {
             for s in 0..self.keyspace.num_shards() {
                 let shard = self.keyspace.lock(s);

@@ -69,9 +69,7 @@ fn set_all(policy: SchedPolicy) -> std::io::Result<()> {
             continue;
         };
         // A background thread stays idle (see `idle_current`).
-        // SAFETY: the call takes no pointers; a tid that names no thread is an error.
-        #[allow(unsafe_code)]
-        if unsafe { libc::sched_getscheduler(tid) } == libc::SCHED_IDLE {
+        if policy_of(tid) == libc::SCHED_IDLE {
             continue;
         }
         match set(tid, policy) {
@@ -100,6 +98,15 @@ fn set(tid: i32, policy: SchedPolicy) -> std::io::Result<()> {
     )
 }
 
+/// The policy of thread `tid` (0: the calling one), as the kernel reports it; -1
+/// for a thread that is gone.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // The read counterpart of `set_raw`'s call.
+fn policy_of(tid: i32) -> i32 {
+    // SAFETY: the call takes no pointers; a tid that names no thread is an error.
+    unsafe { libc::sched_getscheduler(tid) }
+}
+
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)] // One system call, which libc declares and rustix does not wrap.
 fn set_raw(tid: i32, policy: i32) -> std::io::Result<()> {
@@ -126,10 +133,8 @@ mod tests {
     use super::*;
 
     /// The policy of the calling thread, as the kernel reports it.
-    #[allow(unsafe_code)] // The read counterpart of `set`'s call.
     fn current() -> i32 {
-        // SAFETY: pid 0 names the calling thread; the call takes no pointers.
-        unsafe { libc::sched_getscheduler(0) }
+        policy_of(0)
     }
 
     /// `batch` gives way to the normal policy while each reply waits for an fsync.

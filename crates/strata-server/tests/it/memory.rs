@@ -203,6 +203,67 @@ fn eviction_sends_the_evicted_event_and_dirties_watchers() {
     assert_eq!(c.cmd(&["EXISTS", "victim"]), Value::Integer(0));
 }
 
+/// Evictions happen before a command takes its shards, and EXEC is one command: a
+/// transaction whose own writes push memory over the limit, while another client
+/// keeps memory there, reads back what it wrote. A key space of about forty values
+/// makes each random eviction likely to hit the transaction's keys, were it to run
+/// between the queued commands.
+#[test]
+fn evictions_never_split_a_transaction() {
+    let server = strata(&["--appendonly", "no", "--maxmemory-policy", "allkeys-random"]);
+    let mut c = server.client();
+    let limit = used(&mut c) + (2 << 20);
+    ok(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    let mut writer = server.client();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    let load = std::thread::spawn(move || {
+        let mut round = 0;
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            fill(
+                &mut writer,
+                &format!("w{round}:"),
+                100,
+                50_000,
+                None,
+                |_| {},
+            );
+            round += 1;
+        }
+    });
+    let big = vec![b'x'; 50_000];
+    let before = evicted(&mut c);
+    for i in 0..200 {
+        let small = i.to_string();
+        ok(&mut c, &["MULTI"]);
+        for args in [
+            &[&b"SET"[..], b"t:a", &big][..],
+            &[b"SET", b"t:b", small.as_bytes()],
+            &[b"GET", b"t:a"],
+            &[b"GET", b"t:b"],
+        ] {
+            c.send(args);
+            assert_eq!(c.read().0, Value::Simple(b"QUEUED".to_vec()));
+        }
+        assert_eq!(
+            c.cmd(&["EXEC"]),
+            Value::Array(vec![
+                Value::Simple(b"OK".to_vec()),
+                Value::Simple(b"OK".to_vec()),
+                Value::Bulk(big.clone()),
+                Value::Bulk(small.into_bytes()),
+            ]),
+            "transaction {i}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    load.join().expect("writer");
+    assert!(
+        evicted(&mut c) > before + 200,
+        "too few evictions to test anything"
+    );
+}
+
 #[test]
 fn evictions_are_logged_and_survive_a_restart() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -61,18 +61,26 @@ impl Table {
         }
     }
 
-    /// Sets `field` to `value`; true if the field is new.
+    /// Sets `field` to `value`; true if the field is new. A value of the same
+    /// length as the old one is written over it, in the pair the lookup has just
+    /// read, rather than into a new allocation.
     fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        let pair = Pair::new(field, value);
-        self.pair_bytes += pair.heap_size();
         let h = self.dict.hash(field);
         match self.dict.get_mut(h, field) {
+            Some(old) if old.value().len() == value.len() => {
+                old.value_mut().copy_from_slice(value);
+                false
+            }
             Some(old) => {
+                let pair = Pair::new(field, value);
+                self.pair_bytes += pair.heap_size();
                 self.pair_bytes -= old.heap_size();
                 *old = pair;
                 false
             }
             None => {
+                let pair = Pair::new(field, value);
+                self.pair_bytes += pair.heap_size();
                 self.dict.insert(h, pair);
                 true
             }
@@ -123,6 +131,12 @@ impl Pair {
     fn value(&self) -> &[u8] {
         let (_, end) = self.field_range();
         &self.0[end..]
+    }
+
+    #[inline]
+    fn value_mut(&mut self) -> &mut [u8] {
+        let (_, end) = self.field_range();
+        &mut self.0[end..]
     }
 
     fn heap_size(&self) -> usize {
@@ -580,6 +594,24 @@ mod tests {
     }
 
     #[test]
+    fn a_value_of_the_same_length_is_written_over_the_old_one() {
+        let mut t = Table::new();
+        assert!(t.insert(b"field", b"one"));
+        let h = t.dict.hash(b"field");
+        let at = |t: &Table| t.dict.get(h, b"field").map(|p| p.0.as_ptr());
+        let before = at(&t);
+        assert!(!t.insert(b"field", b"two"));
+        assert_eq!(at(&t), before, "the same allocation");
+        assert_eq!(t.dict.get(h, b"field").map(Pair::value), Some(&b"two"[..]));
+        assert!(!t.insert(b"field", b"three"));
+        assert_eq!(
+            t.dict.get(h, b"field").map(Pair::value),
+            Some(&b"three"[..])
+        );
+        assert_eq!(t.pair_bytes, 1 + 5 + 5);
+    }
+
+    #[test]
     fn converts_past_the_entry_limit() {
         let l = limits(4, 64);
         let mut h = Hash::new();
@@ -709,6 +741,11 @@ mod tests {
                 let all: BTreeMap<Vec<u8>, Vec<u8>> =
                     h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
                 prop_assert_eq!(&all, &m);
+                if let Repr::Table(t) = &h.repr {
+                    let want: usize =
+                        m.iter().map(|(f, v)| varint_len(f.len()) + f.len() + v.len()).sum();
+                    prop_assert_eq!(t.pair_bytes, want);
+                }
                 if h.is_packed() {
                     let fields: Vec<Vec<u8>> = h.iter().map(|(f, _)| f.to_vec()).collect();
                     prop_assert_eq!(&fields, &order);

@@ -61,21 +61,14 @@ impl Table {
         }
     }
 
-    /// Sets `field` to `value`; true if the field is new. A value of the same
-    /// length as the old one is written over it, in the pair the lookup has just
-    /// read, rather than into a new allocation.
+    /// Sets `field` to `value`; true if the field is new.
     fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         let h = self.dict.hash(field);
         match self.dict.get_mut(h, field) {
-            Some(old) if old.value().len() == value.len() => {
-                old.value_mut().copy_from_slice(value);
-                false
-            }
             Some(old) => {
-                let pair = Pair::new(field, value);
-                self.pair_bytes += pair.heap_size();
                 self.pair_bytes -= old.heap_size();
-                *old = pair;
+                old.set_value(value);
+                self.pair_bytes += old.heap_size();
                 false
             }
             None => {
@@ -133,10 +126,14 @@ impl Pair {
         &self.0[end..]
     }
 
-    #[inline]
-    fn value_mut(&mut self) -> &mut [u8] {
+    /// Replaces the value. One of the same length is written over the old one, in
+    /// the allocation a lookup has just read, rather than into a new one.
+    fn set_value(&mut self, value: &[u8]) {
         let (_, end) = self.field_range();
-        &mut self.0[end..]
+        match self.0.get_mut(end..) {
+            Some(old) if old.len() == value.len() => old.copy_from_slice(value),
+            _ => *self = Pair::new(self.field(), value),
+        }
     }
 
     fn heap_size(&self) -> usize {

@@ -6,11 +6,11 @@
 //! Every slot has a control byte: `EMPTY`, `DELETED` (only in a table being drained) or
 //! `FULL` with seven bits of the key's hash, so most mismatches are rejected without
 //! touching the entry. The bytes live in an array beside the slots', or, for an entry
-//! type that keeps them itself ([`DictEntry::TAGS_INSIDE`], the keyspace's entries, in
-//! spare bits of their pointer), a live table has no byte array at all: a slot is
-//! `EMPTY` when it holds nothing, and a probe reads one array, not two. Collisions are
-//! resolved by linear probing; deletion shifts the following entries back (no
-//! tombstones in the live table), so probe sequences stay short.
+//! type that keeps them itself ([`DictEntry::TAGS_INSIDE`], the keyspace's entries and
+//! a hash's pairs, in spare bits of their pointer), a live table has no byte array at
+//! all: a slot is `EMPTY` when it holds nothing, and a probe reads one array, not two.
+//! Collisions are resolved by linear probing; deletion shifts the following entries
+//! back (no tombstones in the live table), so probe sequences stay short.
 //!
 //! Such entries also keep their *distance*: how many slots past its home their slot
 //! is (a four-bit mark in the pointer's low bits; "not known" from 15 on, or for an
@@ -27,9 +27,9 @@
 //! homes follow points in order. Tables grow by less than doubling and stay between
 //! two loads (from 2/3 to 7/8 full in Robin Hood order, from 4/7 to 4/5 otherwise),
 //! where doubling a power of two would leave a table anywhere between 3/8 and 3/4
-//! full: bytes a key pays for slots vary less and average less. A keyspace table's
-//! slot array takes every slot its allocation's size class has room for, since
-//! those bytes are paid for anyway.
+//! full: bytes a key pays for slots vary less and average less. The slot array of a
+//! table with tags inside takes every slot its allocation's size class has room for,
+//! since those bytes are paid for anyway.
 //!
 //! SCAN walks the point space upwards: a cursor is the point to continue from, each
 //! step yields the keys whose points lie between it and the end of one home slot of
@@ -267,9 +267,9 @@ struct Loads {
     reserved: (usize, usize),
 }
 
-/// The capacity of a table of `E` for `items` entries at most `load` full: for the
-/// keyspace's tables, the slots that fill their allocation's size class; for the
-/// others, a multiple of 8. (Filling the class does not lower the bytes a member
+/// The capacity of a table of `E` for `items` entries at most `load` full: for
+/// tables with tags inside, the slots that fill their allocation's size class; for
+/// the others, a multiple of 8. (Filling the class does not lower the bytes a member
 /// pays on average at their loads; it only moves where each table grows.)
 fn capacity_at<E: DictEntry>(items: usize, (num, den): (usize, usize)) -> usize {
     let want = items.saturating_mul(den).div_ceil(num).max(MIN_CAPACITY);

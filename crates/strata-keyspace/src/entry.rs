@@ -148,21 +148,27 @@ pub struct Entry {
     ptr: NonNull<u8>,
 }
 
-/// Whether an entry keeps its table slot's tag in its pointer's top seven bits, and
-/// its distance mark in the four low bits its alignment leaves zero: on 64-bit x86
+/// The marks a keyspace table keeps in the pointers of its entries (and a hash's
+/// table in its pairs'): the slot's tag in the pointer's top seven bits, and its
+/// distance mark in the four low bits a 16-byte alignment leaves zero; on 64-bit x86
 /// and ARM, where user-space addresses are below 2^57.
-const TAGGED: bool = cfg!(all(
-    target_pointer_width = "64",
-    any(target_arch = "x86_64", target_arch = "aarch64")
-));
-/// Where the tag starts, and the address bits: those below it and above the mark.
-const TAG_SHIFT: u32 = if TAGGED { 57 } else { 0 };
-const DIST_MASK: usize = if TAGGED { ALIGN - 1 } else { 0 };
-const ADDRESS: usize = if TAGGED {
-    ((1 << TAG_SHIFT) - 1) & !DIST_MASK
-} else {
-    usize::MAX
-};
+pub(crate) mod marks {
+    /// Whether pointers carry the marks.
+    pub(crate) const TAGGED: bool = cfg!(all(
+        target_pointer_width = "64",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ));
+    /// Where the tag starts, and the address bits: those below it and above the mark.
+    pub(crate) const TAG_SHIFT: u32 = if TAGGED { 57 } else { 0 };
+    pub(crate) const DIST_MASK: usize = if TAGGED { 15 } else { 0 };
+    pub(crate) const ADDRESS: usize = if TAGGED {
+        ((1 << TAG_SHIFT) - 1) & !DIST_MASK
+    } else {
+        usize::MAX
+    };
+}
+use marks::{ADDRESS, DIST_MASK, TAG_SHIFT, TAGGED};
+const _: () = assert!(DIST_MASK < ALIGN);
 
 // SAFETY: an entry owns its allocation and the handle in it exclusively, like a
 // `Box<(Meta, Value, [u8])>`; `Value`, holding every handle type, is itself `Send`
@@ -182,7 +188,7 @@ const _: fn() = || {
 ///
 /// `p` must point to a complete LEB128 number inside one allocation.
 #[inline]
-unsafe fn read_varint(p: *const u8) -> (usize, usize) {
+pub(crate) unsafe fn read_varint(p: *const u8) -> (usize, usize) {
     // SAFETY: the caller guarantees a whole number at `p`.
     let first = unsafe { *p };
     if first < 0x80 {

@@ -19,9 +19,9 @@
 
 use std::fmt;
 
-use crate::dict::{Dict, DictEntry};
-use crate::pack::varint_len;
+use crate::dict::Dict;
 use crate::pack::{Elements, ForwardPack as Pack, element_at};
+use crate::pair::Pair;
 use crate::{EncodingLimits, KeyHasher};
 
 /// The most bytes Redis lets a listpack grow to before it must become a hashtable
@@ -78,73 +78,6 @@ impl Table {
                 true
             }
         }
-    }
-}
-
-/// A field and its value in one allocation: the field's length (LEB128), the field,
-/// the value.
-struct Pair(Box<[u8]>);
-
-impl Pair {
-    fn new(field: &[u8], value: &[u8]) -> Pair {
-        let mut buf = Vec::with_capacity(varint_len(field.len()) + field.len() + value.len());
-        let mut n = field.len();
-        while n >= 0x80 {
-            buf.push((n as u8 & 0x7f) | 0x80);
-            n >>= 7;
-        }
-        buf.push(n as u8);
-        buf.extend_from_slice(field);
-        buf.extend_from_slice(value);
-        Pair(buf.into_boxed_slice())
-    }
-
-    /// Where the field starts and ends.
-    #[inline]
-    fn field_range(&self) -> (usize, usize) {
-        let mut n = 0usize;
-        let mut shift = 0;
-        for (i, &b) in self.0.iter().enumerate() {
-            n |= ((b & 0x7f) as usize) << shift;
-            if b & 0x80 == 0 {
-                return (i + 1, i + 1 + n);
-            }
-            shift += 7;
-        }
-        (self.0.len(), self.0.len())
-    }
-
-    #[inline]
-    fn field(&self) -> &[u8] {
-        let (start, end) = self.field_range();
-        &self.0[start..end]
-    }
-
-    #[inline]
-    fn value(&self) -> &[u8] {
-        let (_, end) = self.field_range();
-        &self.0[end..]
-    }
-
-    /// Replaces the value. One of the same length is written over the old one, in
-    /// the allocation a lookup has just read, rather than into a new one.
-    fn set_value(&mut self, value: &[u8]) {
-        let (_, end) = self.field_range();
-        match self.0.get_mut(end..) {
-            Some(old) if old.len() == value.len() => old.copy_from_slice(value),
-            _ => *self = Pair::new(self.field(), value),
-        }
-    }
-
-    fn heap_size(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl DictEntry for Pair {
-    #[inline]
-    fn key(&self) -> &[u8] {
-        self.field()
     }
 }
 
@@ -568,6 +501,7 @@ impl fmt::Debug for Hash {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pack::varint_len;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -580,22 +514,11 @@ mod tests {
     }
 
     #[test]
-    fn pairs_round_trip() {
-        for (f, v) in [(0usize, 0usize), (1, 0), (127, 3), (128, 1), (20_000, 5)] {
-            let field = vec![b'f'; f];
-            let value = vec![b'v'; v];
-            let p = Pair::new(&field, &value);
-            assert_eq!(p.field(), &field[..]);
-            assert_eq!(p.value(), &value[..]);
-        }
-    }
-
-    #[test]
     fn a_value_of_the_same_length_is_written_over_the_old_one() {
         let mut t = Table::new();
         assert!(t.insert(b"field", b"one"));
         let h = t.dict.hash(b"field");
-        let at = |t: &Table| t.dict.get(h, b"field").map(|p| p.0.as_ptr());
+        let at = |t: &Table| t.dict.get(h, b"field").map(|p| p.value().as_ptr());
         let before = at(&t);
         assert!(!t.insert(b"field", b"two"));
         assert_eq!(at(&t), before, "the same allocation");
@@ -605,7 +528,7 @@ mod tests {
             t.dict.get(h, b"field").map(Pair::value),
             Some(&b"three"[..])
         );
-        assert_eq!(t.pair_bytes, 1 + 5 + 5);
+        assert_eq!(t.pair_bytes, 2 + 5 + 5);
     }
 
     #[test]
@@ -740,7 +663,7 @@ mod tests {
                 prop_assert_eq!(&all, &m);
                 if let Repr::Table(t) = &h.repr {
                     let want: usize =
-                        m.iter().map(|(f, v)| varint_len(f.len()) + f.len() + v.len()).sum();
+                        m.iter().map(|(f, v)| varint_len(f.len()) + varint_len(v.len()) + f.len() + v.len()).sum();
                     prop_assert_eq!(t.pair_bytes, want);
                 }
                 if h.is_packed() {

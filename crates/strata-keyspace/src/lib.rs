@@ -29,6 +29,7 @@ pub mod keyspace;
 pub mod list;
 pub mod logref;
 pub mod pack;
+mod pair;
 pub mod serialize;
 pub mod set;
 pub mod value;

@@ -449,7 +449,10 @@ fn persistence(state: &ServerState, out: &mut String) {
         out,
         "rdb_changes_since_last_save",
         "{}",
-        load(&state.stats.dirty).saturating_sub(load(&control.dirty_at_save))
+        state
+            .stats
+            .dirty()
+            .saturating_sub(load(&control.dirty_at_save))
     );
     field!(out, "rdb_bgsave_in_progress", "{}", u8::from(saving));
     field!(

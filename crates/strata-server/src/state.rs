@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
@@ -36,6 +36,7 @@ pub struct ServerState {
     pub lazyfree: crate::lazyfree::LazyFreer,
     /// Values read on the hot path, mirrored from the configuration.
     max_bulk_len: AtomicUsize,
+    limits: Limits,
     /// The listening TCP port (for INFO).
     pub tcp_port: AtomicUsize,
     /// Applies a new log level (installed by the binary's logging set-up).
@@ -126,6 +127,7 @@ impl ServerState {
             run_id,
             lazyfree,
             max_bulk_len,
+            limits: Limits::default(),
             tcp_port: AtomicUsize::new(0),
             on_loglevel: Mutex::new(None),
             peak_memory: AtomicU64::new(0),
@@ -161,6 +163,7 @@ impl ServerState {
             "lua-memory-limit",
             "maxmemory-policy",
             "jemalloc-bg-thread",
+            "hash-max-listpack-entries",
         ]);
         self
     }
@@ -317,11 +320,54 @@ impl ServerState {
                     }
                 }
                 "jemalloc-bg-thread" => crate::memory::set_background_purge(cfg.jemalloc_bg_thread),
+                "hash-max-listpack-entries"
+                | "hash-max-listpack-value"
+                | "set-max-intset-entries"
+                | "zset-max-listpack-entries"
+                | "zset-max-listpack-value"
+                | "list-max-listpack-size" => self.limits.store(&cfg.encoding_limits()),
                 "appendonly" | "appendfsync" => {
                     crate::persist::control::config_changed(self, name);
                 }
                 _ => {}
             }
+        }
+    }
+}
+
+/// The collections' encoding limits, mirrored from the configuration: read by every
+/// command that adds to a collection, they must not cost it the configuration's
+/// lock, whose reader count every I/O thread would write.
+#[derive(Default)]
+struct Limits {
+    hash_entries: AtomicU64,
+    hash_value: AtomicU64,
+    intset_entries: AtomicU64,
+    zset_entries: AtomicU64,
+    zset_value: AtomicU64,
+    list_size: AtomicI64,
+}
+
+impl Limits {
+    fn store(&self, l: &strata_keyspace::EncodingLimits) {
+        let r = Ordering::Relaxed;
+        self.hash_entries.store(l.hash_max_listpack_entries, r);
+        self.hash_value.store(l.hash_max_listpack_value, r);
+        self.intset_entries.store(l.set_max_intset_entries, r);
+        self.zset_entries.store(l.zset_max_listpack_entries, r);
+        self.zset_value.store(l.zset_max_listpack_value, r);
+        self.list_size.store(l.list_max_listpack_size, r);
+    }
+
+    fn load(&self) -> strata_keyspace::EncodingLimits {
+        let r = Ordering::Relaxed;
+        strata_keyspace::EncodingLimits {
+            hash_max_listpack_entries: self.hash_entries.load(r),
+            hash_max_listpack_value: self.hash_value.load(r),
+            set_max_intset_entries: self.intset_entries.load(r),
+            zset_max_listpack_entries: self.zset_entries.load(r),
+            zset_max_listpack_value: self.zset_value.load(r),
+            list_max_listpack_size: self.list_size.load(r),
         }
     }
 }
@@ -340,7 +386,7 @@ impl Server for ServerState {
     }
 
     fn encoding_limits(&self) -> strata_keyspace::EncodingLimits {
-        self.config.read().encoding_limits()
+        self.limits.load()
     }
 
     fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
@@ -449,7 +495,7 @@ impl Server for ServerState {
     }
 
     fn add_dirty(&self, n: u64) {
-        self.stats.dirty.fetch_add(n, Ordering::Relaxed);
+        self.stats.add_dirty(n);
     }
 
     fn has_blocked_clients(&self) -> bool {

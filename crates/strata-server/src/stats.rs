@@ -51,6 +51,9 @@ struct Global {
     net_input: AtomicU64,
     net_output: AtomicU64,
     error_replies: AtomicU64,
+    /// Changes since the server started (Redis's `dirty`); CONFIG RESETSTAT leaves
+    /// them.
+    dirty: AtomicU64,
 }
 
 #[repr(align(128))]
@@ -63,8 +66,6 @@ pub struct Stats {
     stripes: Box<[Stripe]>,
     pub connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
-    /// Changes since the server started (Redis's `dirty`, for INFO persistence).
-    pub dirty: AtomicU64,
     /// Ops/sec samples for `instantaneous_ops_per_sec`.
     samples: parking_lot::Mutex<OpsSampler>,
 }
@@ -105,7 +106,6 @@ impl Stats {
                 .collect(),
             connections_received: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
-            dirty: AtomicU64::new(0),
             samples: parking_lot::Mutex::new(OpsSampler::default()),
         }
     }
@@ -171,6 +171,18 @@ impl Stats {
 
     pub fn error_replies(&self) -> u64 {
         self.sum(|g| &g.error_replies)
+    }
+
+    /// Counts `n` changes to the dataset.
+    #[inline]
+    pub fn add_dirty(&self, n: u64) {
+        self.stripe().global.dirty.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Changes to the dataset since the server started (Redis's `dirty`, for INFO
+    /// persistence and the save points).
+    pub fn dirty(&self) -> u64 {
+        self.sum(|g| &g.dirty)
     }
 
     pub fn command(&self, id: usize) -> CommandTotals {

@@ -459,7 +459,7 @@ fn disable(state: &ServerState) {
 
 /// Makes the dataset durable: a sync when the log is on, a snapshot when it is off.
 fn save(state: &Arc<ServerState>) -> Result<(), String> {
-    let dirty = state.stats.dirty.load(Ordering::Relaxed);
+    let dirty = state.stats.dirty();
     match state.persist.load_full() {
         Some(p) => p.sync_now()?,
         None => enable(state, false)?,
@@ -599,8 +599,7 @@ pub fn tick(state: &ServerState) {
         None => {
             let dirty = state
                 .stats
-                .dirty
-                .load(Ordering::Relaxed)
+                .dirty()
                 .saturating_sub(control.dirty_at_save.load(Ordering::Relaxed));
             let elapsed =
                 (unix_ms() / 1000).saturating_sub(control.last_save_unix.load(Ordering::Relaxed));

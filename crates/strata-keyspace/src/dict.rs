@@ -136,6 +136,32 @@ fn tag(hash: u64) -> u8 {
     0x80 | ((hash >> 32) as u8 & 0x7f).max(1)
 }
 
+/// Whether two keys are the same. Keys of 4 to 16 bytes (most keys, fields and
+/// members) are compared as two overlapping words each, in a few instructions
+/// rather than a call to `memcmp`.
+#[inline(always)]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_ne_bytes(w)
+    };
+    let half = |s: &[u8], at: usize| -> u32 {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&s[at..at + 4]);
+        u32::from_ne_bytes(w)
+    };
+    match n {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        _ => a == b,
+    }
+}
+
 /// Distances below this are kept in an entry's four-bit mark; longer ones are
 /// marked "not known", and found from the key's hash when needed.
 const MARKED_DIST: usize = 15;
@@ -422,7 +448,7 @@ impl<E: DictEntry> Table<E> {
                 {
                     return None;
                 }
-                if Self::may_match(0x80 | e.slot_tag(), t) && e.key() == key {
+                if Self::may_match(0x80 | e.slot_tag(), t) && same_key(e.key(), key) {
                     return Some(i);
                 }
                 i = self.next(i);
@@ -436,7 +462,7 @@ impl<E: DictEntry> Table<E> {
             }
             if Self::may_match(c, t)
                 && let Some(e) = &self.slots[i]
-                && e.key() == key
+                && same_key(e.key(), key)
             {
                 return Some(i);
             }
@@ -1125,6 +1151,24 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::{HashMap, HashSet};
     use std::hash::BuildHasherDefault;
+
+    /// Keys compare as slices do, whichever way their lengths are read: every pair
+    /// of keys up to 20 bytes that differ in one byte, or in length, or not at all.
+    #[test]
+    fn same_key_is_slice_equality() {
+        for n in 0..=20usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(same_key(&a, &a.clone()));
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 0x40;
+                assert!(!same_key(&a, &b), "{n} bytes, differing at {at}");
+            }
+            let mut longer = a.clone();
+            longer.push(0);
+            assert!(!same_key(&a, &longer));
+        }
+    }
 
     /// A test entry: a key, a number, and (with `IN`) the slot's tag kept inside.
     #[derive(Debug, Clone, PartialEq)]

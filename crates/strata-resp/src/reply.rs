@@ -128,6 +128,12 @@ impl<'a> ReplyWriter<'a> {
 
     /// An integer: `:n`.
     pub fn integer(&mut self, n: i64) {
+        // A single digit (the counts SADD, HSET, DEL and EXISTS mostly answer) is one
+        // fixed four-byte copy.
+        if let Ok(d @ 0..=9) = u8::try_from(n) {
+            self.out.extend_from_slice(&[b':', b'0' + d, b'\r', b'\n']);
+            return;
+        }
         self.header(b':', n);
     }
 
@@ -571,6 +577,14 @@ mod tests {
             out,
             b"+OK\r\n-ERR bad  thing\r\n:-42\r\n$3\r\nfoo\r\n$0\r\n\r\n$20\r\n-9223372036854775808\r\n"
         );
+    }
+
+    #[test]
+    fn integers_around_the_single_digits() {
+        for n in [i64::MIN, -10, -1, 0, 1, 9, 10, 99, i64::MAX] {
+            let out = write(Protocol::Resp2, |w| w.integer(n));
+            assert_eq!(out, format!(":{n}\r\n").into_bytes());
+        }
     }
 
     #[test]

@@ -254,6 +254,10 @@ impl RequestParser {
             self.args_in = ArgsIn::None;
             self.pos = 0;
             self.new_line();
+            if let Some(consumed) = self.parse_plain(buf) {
+                self.args_in = ArgsIn::Buffer;
+                return Ok(Parsed::Complete { consumed });
+            }
             self.state = match buf.first() {
                 None => return Ok(Parsed::Incomplete { hint: None }),
                 Some(b'*') => State::MultibulkCount,
@@ -302,6 +306,84 @@ impl RequestParser {
             ArgsIn::Buffer => Some(&self.ranges),
             ArgsIn::None | ArgsIn::Scratch => None,
         }
+    }
+
+    /// Reads a complete multibulk request at the front of `buf` in one pass, if it
+    /// is in the plain form clients send (numbers without sign or leading zero, each
+    /// line and argument ended by `\r\n`) and within every limit; its length, with
+    /// its argument ranges in `ranges`. `None` (and no ranges) for anything else,
+    /// which the state machine then reads as before: it accepts every request this
+    /// accepts, with the same ranges, and says what is wrong with the others.
+    #[inline]
+    fn parse_plain(&mut self, buf: &[u8]) -> Option<usize> {
+        if buf.first() != Some(&b'*') {
+            return None;
+        }
+        let (count, mut at) = peek_number(buf, 1)?;
+        let (max_count, max_len) = self.plain_limits();
+        if count == 0 || count > max_count {
+            return None;
+        }
+        self.ranges.reserve(count.min(MAX_PREALLOCATED_ARGS));
+        for _ in 0..count {
+            let arg = (buf.get(at) == Some(&b'$'))
+                .then(|| peek_number(buf, at + 1))
+                .flatten()
+                .filter(|&(len, _)| len <= max_len)
+                .and_then(|(len, start)| {
+                    let end = start.checked_add(len)?;
+                    (buf.get(end..end.checked_add(2)?) == Some(b"\r\n")).then_some(start..end)
+                });
+            let Some(arg) = arg else {
+                self.ranges.clear();
+                return None;
+            };
+            at = arg.end + 2;
+            self.ranges.push(arg);
+        }
+        Some(at)
+    }
+
+    /// The most arguments, and the longest argument, a request may have now.
+    #[inline]
+    fn plain_limits(&self) -> (usize, usize) {
+        if self.authenticated {
+            (self.limits.max_multibulk_len, self.limits.max_bulk_len)
+        } else {
+            (
+                self.limits
+                    .max_multibulk_len
+                    .min(UNAUTHENTICATED_MAX_MULTIBULK_LEN),
+                self.limits.max_bulk_len.min(UNAUTHENTICATED_MAX_BULK_LEN),
+            )
+        }
+    }
+
+    /// Takes the request at the front of the buffer as [`peek_args`] read it, so
+    /// that a pipeline's look-ahead and the parser read each request once: `len`
+    /// bytes, whose arguments lie at `ranges` from its front. The caller vouches
+    /// that these are what `peek_args` gave for the bytes now at the front of the
+    /// buffer it next passes to [`RequestParser::args`]. `None`, with nothing taken,
+    /// when the parser is in the middle of a request or a limit refuses the request:
+    /// [`RequestParser::parse`] must then read it (and say what is wrong).
+    #[inline]
+    pub fn take_peeked(&mut self, len: usize, ranges: &[Range<usize>]) -> Option<Parsed> {
+        if self.state != State::Idle || ranges.is_empty() {
+            return None;
+        }
+        let (max_count, max_len) = self.plain_limits();
+        if ranges.len() > max_count || ranges.iter().any(|r| r.len() > max_len) {
+            return None;
+        }
+        if self.ranges.capacity() > 4 * MAX_PREALLOCATED_ARGS {
+            self.ranges = Vec::new();
+        }
+        self.ranges.clear();
+        self.ranges.extend_from_slice(ranges);
+        self.args_in = ArgsIn::Buffer;
+        self.pos = 0;
+        self.new_line();
+        Some(Parsed::Complete { consumed: len })
     }
 
     fn parse_multibulk(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {

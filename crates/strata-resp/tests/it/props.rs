@@ -234,6 +234,65 @@ proptest! {
         let _ = feed(&bytes, &chunks, limits, authenticated);
     }
 
+    /// (b) With small length limits, and with or without authentication, a stream
+    /// fed at once (read in one pass where it can be) and fed byte by byte (read by
+    /// the state machine) give the same requests and the same error.
+    #[test]
+    fn limits_do_not_depend_on_chunking(
+        requests in vec(request(), 0..6),
+        noise in protocol_noise(),
+        max_bulk_len in 0usize..40,
+        max_multibulk_len in 0usize..6,
+        authenticated in any::<bool>(),
+    ) {
+        let mut stream: Vec<u8> = requests.iter().flat_map(|r| r.bytes.clone()).collect();
+        stream.extend_from_slice(&noise);
+        let limits = Limits { max_bulk_len, max_multibulk_len, ..Limits::default() };
+        let whole = feed(&stream, &[stream.len().max(1)], limits, authenticated);
+        let bytes = feed(&stream, &[1], limits, authenticated);
+        prop_assert_eq!(bytes, whole);
+    }
+
+    /// A request read ahead by `peek_args` and taken by the parser is the request
+    /// the parser reads itself, under any limits: the same length and arguments, or
+    /// the parser is left to read it (and refuse it, or skip it).
+    #[test]
+    fn a_peeked_request_is_the_parsed_one(
+        bytes in prop_oneof![
+            protocol_noise(),
+            vec(request(), 1..3).prop_map(|rs| rs.into_iter().flat_map(|r| r.bytes).collect()),
+        ],
+        max_bulk_len in prop_oneof![Just(usize::MAX), 0usize..40],
+        max_multibulk_len in prop_oneof![Just(usize::MAX), 0usize..6],
+        authenticated in any::<bool>(),
+    ) {
+        let limits = Limits { max_bulk_len, max_multibulk_len, ..Limits::default() };
+        let base = bytes.as_ptr() as usize;
+        let mut ranges = Vec::new();
+        let peeked = strata_resp::request::peek_args(&bytes, |_, arg| {
+            let at = arg.as_ptr() as usize - base;
+            ranges.push(at..at + arg.len());
+        });
+        let mut parser = RequestParser::new(limits);
+        parser.set_authenticated(authenticated);
+        let parsed = parser.parse(&bytes);
+        if let Some(len) = peeked {
+            let mut taker = RequestParser::new(limits);
+            taker.set_authenticated(authenticated);
+            match taker.take_peeked(len, &ranges) {
+                Some(taken) => {
+                    prop_assert_eq!(Ok(taken), parsed);
+                    prop_assert_eq!(taker.args(&bytes).to_vec(), parser.args(&bytes).to_vec());
+                }
+                None => prop_assert!(
+                    !matches!(parsed, Ok(Parsed::Complete { .. })),
+                    "refused a request the parser reads: {:?}",
+                    parsed
+                ),
+            }
+        }
+    }
+
     /// Random bytes never panic the value decoder, and whatever it decodes re-encodes
     /// to a fixed point.
     #[test]

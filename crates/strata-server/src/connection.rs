@@ -481,7 +481,10 @@ fn step<'a>(
     held: &mut Held<'a>,
     ahead: &mut LookAhead,
 ) -> Step {
-    let parsed = match parser.parse(inbuf) {
+    let parsed = match ahead
+        .take(parser, inbuf)
+        .map_or_else(|| parser.parse(inbuf), Ok)
+    {
         Ok(p) => p,
         Err(e) => {
             out.extend_from_slice(b"-ERR ");
@@ -552,7 +555,9 @@ fn step<'a>(
 ///
 /// Only requests in the plain multibulk form are seen, and a request's second
 /// argument is taken for its key (wrong for some commands, which costs a wasted
-/// prefetch). Without a pipeline it costs a length check a request.
+/// prefetch). Without a pipeline it costs a length check a request. What it read
+/// of a request (its length and its arguments' ranges) goes to the parser when
+/// that request's turn comes, so that a pipelined request is read once.
 #[derive(Default)]
 struct LookAhead {
     /// The length of the request expected to run next, and the length and key hash
@@ -573,6 +578,31 @@ struct LookAhead {
     /// [`LookAhead::REPEATS`] the look-ahead stops for the rest of the pipeline,
     /// whose reading would cost more than it saves.
     repeats: u32,
+    /// How the request expected to run next (`reads[next_read]`), and the one
+    /// after it (the other), were read: the parser takes them rather than read
+    /// them again (see [`LookAhead::take`]).
+    reads: [Read; 2],
+    next_read: usize,
+}
+
+/// A request as the look-ahead read it: where it starts (an address in the input
+/// buffer, which does not move while a batch runs), its length, and its arguments'
+/// ranges from its start. Empty when not read (more than [`Read::MAX`] arguments
+/// are not kept).
+#[derive(Default)]
+struct Read {
+    at: usize,
+    len: usize,
+    ranges: [std::ops::Range<usize>; Read::MAX],
+    count: usize,
+}
+
+impl Read {
+    const MAX: usize = 8;
+
+    fn clear(&mut self) {
+        self.count = 0;
+    }
 }
 
 /// The hashes of a request's keys after its first, up to [`MoreKeys::MAX`].
@@ -613,6 +643,18 @@ impl KeyArgs {
 impl LookAhead {
     const REPEATS: u32 = 2;
 
+    /// Gives the parser the request at the front of `buf` if the look-ahead read it
+    /// (see [`strata_resp::RequestParser::take_peeked`]).
+    #[inline]
+    fn take(&mut self, parser: &mut RequestParser, buf: &[u8]) -> Option<Parsed> {
+        let read = &mut self.reads[self.next_read & 1];
+        if read.count == 0 || read.at != buf.as_ptr().addr() || read.len > buf.len() {
+            return None;
+        }
+        let count = std::mem::take(&mut read.count);
+        parser.take_peeked(read.len, read.ranges.get(..count)?)
+    }
+
     /// Before the request at the front of `buf` (`consumed` bytes) runs.
     #[inline]
     fn step(
@@ -625,6 +667,7 @@ impl LookAhead {
         let rest = buf.get(consumed..).unwrap_or_default();
         if rest.is_empty() || self.repeats >= Self::REPEATS {
             self.after = None;
+            self.reads[self.next_read].clear();
             return;
         }
         // The next request: seen a step ago (its slot has had a request's time to
@@ -633,6 +676,8 @@ impl LookAhead {
             Some(after) if self.expect == consumed => (Some(after), true),
             _ => (self.see(keyspace, db, rest), false),
         };
+        // What was read as the request after is now the next one.
+        self.next_read ^= 1;
         std::mem::swap(&mut self.more_next, &mut self.more_after);
         let Some((len, hash)) = next else {
             return;
@@ -672,23 +717,42 @@ impl LookAhead {
         let mut first = None;
         let more = &mut self.more_after;
         more.len = 0;
-        let len = strata_resp::request::peek_args(rest, |i, arg| match i {
-            0 => keys = KeyArgs::of(arg),
-            1 => first = Some(arg),
-            _ if keys == KeyArgs::All || (keys == KeyArgs::Odd && i % 2 == 1) => {
-                if let Some(slot) = more.hashes.get_mut(more.len) {
-                    let hash = keyspace.hash(arg);
-                    keyspace.prefetch(db, hash);
-                    *slot = hash;
-                    more.len += 1;
-                }
+        let read = &mut self.reads[self.next_read ^ 1];
+        let base = rest.as_ptr().addr();
+        read.count = 0;
+        let len = strata_resp::request::peek_args(rest, |i, arg| {
+            if let Some(range) = read.ranges.get_mut(i) {
+                let at = arg.as_ptr().addr() - base;
+                *range = at..at + arg.len();
+                read.count = i + 1;
+            } else {
+                read.count = Read::MAX + 1;
             }
-            _ => {}
+            match i {
+                0 => keys = KeyArgs::of(arg),
+                1 => first = Some(arg),
+                _ if keys == KeyArgs::All || (keys == KeyArgs::Odd && i % 2 == 1) => {
+                    if let Some(slot) = more.hashes.get_mut(more.len) {
+                        let hash = keyspace.hash(arg);
+                        keyspace.prefetch(db, hash);
+                        *slot = hash;
+                        more.len += 1;
+                    }
+                }
+                _ => {}
+            }
         });
         let Some(len) = len else {
             more.len = 0;
+            read.clear();
             return None;
         };
+        if read.count > Read::MAX {
+            read.clear();
+        } else {
+            read.at = base;
+            read.len = len;
+        }
         let hash = first.map(|key| keyspace.hash(key));
         if hash == Some(self.last) {
             self.repeats += 1;

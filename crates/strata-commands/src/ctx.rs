@@ -898,6 +898,27 @@ impl<'a> Held<'a> {
     }
 
     /// Whether no shard is held.
+    /// Starts loading what a coming command's lookup of `member` in the hash or set
+    /// at `key` (whose hash is `key_hash`) will read, if that key's shard is held
+    /// (see [`strata_keyspace::db::Db::prefetch_member`]): a pipeline's look-ahead,
+    /// on the thread that holds the shard, the only one that may look into it.
+    #[inline]
+    pub fn prefetch_member(
+        &self,
+        db: usize,
+        key_hash: u64,
+        key: &[u8],
+        member: &[u8],
+        slot_arrived: bool,
+    ) {
+        let shard = self.ks.shard_of_hash(key_hash);
+        if let Some((_, guard)) = self.guards.iter().find(|(s, _)| *s == shard)
+            && let Some(d) = guard.dbs().get(db)
+        {
+            d.prefetch_member(key_hash, key, member, slot_arrived);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.guards.is_empty()
     }

@@ -339,6 +339,22 @@ impl Db {
         Some(self.dict.at_mut(pos))
     }
 
+    /// Starts loading what a lookup of `member` in the hash or set at `key` will
+    /// read (see [`crate::dict::Dict::prefetch_lookup`]): a hint for a pipeline's
+    /// next command, which reads nothing else and changes nothing.
+    #[inline]
+    pub fn prefetch_member(&self, hash: u64, key: &[u8], member: &[u8], slot_arrived: bool) {
+        let Some(e) = self.dict.get(hash, key) else {
+            return;
+        };
+        let value = e.value();
+        if let Some(h) = value.as_hash() {
+            h.prefetch_field(member, slot_arrived);
+        } else if let Some(s) = value.as_set() {
+            s.prefetch_member(member, slot_arrived);
+        }
+    }
+
     /// The live entry for `key` without removing an expired one.
     pub fn peek(&self, hash: u64, key: &[u8], now_ms: u64) -> Option<&Entry> {
         self.dict

@@ -651,6 +651,32 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         self.main.candidate(hash).and_then(DictEntry::addr)
     }
 
+    /// Starts loading what a lookup of `hash` will read, in two steps a while
+    /// apart: first its home slot (and control byte), then, once that has arrived,
+    /// the entry the lookup will compare first (tables with tags inside; other
+    /// tables keep their entries in the slots). Nothing while resizing. For a
+    /// caller that holds the dict and will look the key up soon (a pipeline's next
+    /// command on a big hash or set).
+    #[inline]
+    pub fn prefetch_lookup(&self, hash: u64, slot_arrived: bool) {
+        if self.old.is_some() || self.main.items == 0 {
+            return;
+        }
+        if slot_arrived {
+            if let Some(addr) = self.candidate_addr(hash) {
+                crate::entry::prefetch_line(addr);
+            }
+            return;
+        }
+        let home = self.main.home(hash);
+        if let Some(slot) = self.main.slots.get(home) {
+            crate::entry::prefetch_line(std::ptr::from_ref(slot).addr());
+        }
+        if let Some(ctrl) = self.main.ctrl.get(home) {
+            crate::entry::prefetch_line(std::ptr::from_ref(ctrl).addr());
+        }
+    }
+
     /// Publishes where the live table is to `hint` from now on (see [`SlotsHint`]).
     /// The hint names the dict's own place: call once the dict is where it stays.
     pub fn publish_to(&mut self, hint: HintRef) {

@@ -150,6 +150,15 @@ impl<'a> HashRef<'a> {
         }
     }
 
+    /// Starts loading what a lookup of `field` will read (see
+    /// [`Dict::prefetch_lookup`]); nothing for a packed hash.
+    #[inline]
+    pub fn prefetch_field(self, field: &[u8], slot_arrived: bool) {
+        if let ReprRef::Table(t) = self.repr {
+            t.dict.prefetch_lookup(t.dict.hash(field), slot_arrived);
+        }
+    }
+
     /// Number of fields.
     pub fn len(self) -> usize {
         match self.repr {

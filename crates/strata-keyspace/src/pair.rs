@@ -252,6 +252,37 @@ mod tests {
         assert_eq!(p.key(), b"field");
     }
 
+    /// A look-ahead's two steps aim at the right memory: once the table has
+    /// settled, the entry a lookup will compare first is the field's own for all
+    /// but the rare field another one's tag shadows, and the hints themselves
+    /// neither fail nor change anything, resizing or not.
+    #[test]
+    fn lookups_are_prefetched_where_they_will_read() {
+        let mut dict: Dict<Pair, KeyHasher> = Dict::with_hasher(KeyHasher::default());
+        let n = if cfg!(miri) { 200 } else { 20_000 };
+        let field = |i: usize| format!("element:{i}").into_bytes();
+        dict.prefetch_lookup(dict.hash(b"none"), false);
+        dict.prefetch_lookup(dict.hash(b"none"), true);
+        for i in 0..n {
+            let f = field(i);
+            let h = dict.hash(&f);
+            dict.prefetch_lookup(h, false);
+            dict.prefetch_lookup(h, true);
+            dict.insert(h, Pair::new(&f, b"v"));
+        }
+        while dict.rehash_some(1024) {}
+        let own = (0..n)
+            .filter(|&i| {
+                let f = field(i);
+                let h = dict.hash(&f);
+                let pair = dict.get(h, &f).expect("present");
+                dict.candidate_addr(h) == Some(pair.base().addr())
+            })
+            .count();
+        assert!(own * 100 >= n * 98, "{own} of {n}");
+        assert_eq!(dict.len(), n);
+    }
+
     /// Pairs in a table that grows, drains, has values replaced and fields removed:
     /// every pair is found with its value, and every allocation is freed (Miri
     /// checks the frees).

@@ -514,7 +514,7 @@ fn step<'a>(
             return Step::NeedMore;
         }
     };
-    ahead.step(&state.keyspace, conn.db, inbuf, consumed);
+    ahead.step(&state.keyspace, held, conn.db, inbuf, consumed);
     let args = parser.args(inbuf);
     // The arguments as slices: on the stack for a request of up to eight (a plain
     // array filled in place costs a few instructions an argument; collecting them
@@ -595,6 +595,10 @@ struct Read {
     len: usize,
     ranges: [std::ops::Range<usize>; Read::MAX],
     count: usize,
+    /// The first key's hash, and which argument is a member of it to prefetch
+    /// (see [`member_at`]; 0 for none).
+    key_hash: u64,
+    member: usize,
 }
 
 impl Read {
@@ -623,6 +627,24 @@ enum KeyArgs {
     First,
     All,
     Odd,
+}
+
+/// Which argument of a request is a field or member of its key's hash or set, by
+/// the request's name (0 for none): its lookup in a big collection misses the
+/// cache too, and a pipeline's look-ahead starts it early under the shard it holds
+/// ([`Held::prefetch_member`]). ZADD's member is taken to follow one score.
+fn member_at(name: &[u8]) -> usize {
+    let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+    match name.len() {
+        4 if is(b"HSET") || is(b"HGET") || is(b"HDEL") || is(b"SADD") || is(b"SREM") => 2,
+        4 if is(b"ZADD") => 3,
+        5 if is(b"HMSET") || is(b"HMGET") => 2,
+        6 if is(b"HSETNX") || is(b"ZSCORE") => 2,
+        7 if is(b"HEXISTS") || is(b"HINCRBY") => 2,
+        9 if is(b"SISMEMBER") => 2,
+        12 if is(b"HINCRBYFLOAT") => 2,
+        _ => 0,
+    }
 }
 
 impl KeyArgs {
@@ -660,6 +682,7 @@ impl LookAhead {
     fn step(
         &mut self,
         keyspace: &strata_keyspace::Keyspace,
+        held: &Held<'_>,
         db: usize,
         buf: &[u8],
         consumed: usize,
@@ -674,10 +697,20 @@ impl LookAhead {
         // arrive), or only now.
         let (next, ripe) = match self.after.take() {
             Some(after) if self.expect == consumed => (Some(after), true),
-            _ => (self.see(keyspace, db, rest), false),
+            _ => (self.see(keyspace, held, db, rest), false),
         };
         // What was read as the request after is now the next one.
         self.next_read ^= 1;
+        if ripe {
+            // Its member's slot has had a request's time to arrive too.
+            let read = &self.reads[self.next_read];
+            if read.member != 0 && read.member < read.count && read.at == rest.as_ptr().addr() {
+                let arg = |i: usize| read.ranges.get(i).and_then(|r| rest.get(r.clone()));
+                if let (Some(key), Some(member)) = (arg(1), arg(read.member)) {
+                    held.prefetch_member(db, read.key_hash, key, member, true);
+                }
+            }
+        }
         std::mem::swap(&mut self.more_next, &mut self.more_after);
         let Some((len, hash)) = next else {
             return;
@@ -700,7 +733,7 @@ impl LookAhead {
         self.expect = len;
         self.after = rest
             .get(len..)
-            .and_then(|rest| self.see(keyspace, db, rest));
+            .and_then(|rest| self.see(keyspace, held, db, rest));
     }
 
     /// Reads the request at the front of `rest` and prefetches for its keys (its
@@ -710,11 +743,13 @@ impl LookAhead {
     fn see(
         &mut self,
         keyspace: &strata_keyspace::Keyspace,
+        held: &Held<'_>,
         db: usize,
         rest: &[u8],
     ) -> Option<(usize, Option<u64>)> {
         let mut keys = KeyArgs::First;
         let mut first = None;
+        let (mut member_at, mut member) = (0, None);
         let more = &mut self.more_after;
         more.len = 0;
         let read = &mut self.reads[self.next_read ^ 1];
@@ -729,8 +764,12 @@ impl LookAhead {
                 read.count = Read::MAX + 1;
             }
             match i {
-                0 => keys = KeyArgs::of(arg),
+                0 => {
+                    keys = KeyArgs::of(arg);
+                    member_at = self::member_at(arg);
+                }
                 1 => first = Some(arg),
+                _ if i == member_at => member = Some(arg),
                 _ if keys == KeyArgs::All || (keys == KeyArgs::Odd && i % 2 == 1) => {
                     if let Some(slot) = more.hashes.get_mut(more.len) {
                         let hash = keyspace.hash(arg);
@@ -754,8 +793,19 @@ impl LookAhead {
             read.len = len;
         }
         let hash = first.map(|key| keyspace.hash(key));
+        let read = &mut self.reads[self.next_read ^ 1];
+        read.member = 0;
+        if let (Some(key), Some(key_hash), Some(member)) = (first, hash, member) {
+            held.prefetch_member(db, key_hash, key, member, false);
+            read.key_hash = key_hash;
+            read.member = member_at;
+        }
         if hash == Some(self.last) {
-            self.repeats += 1;
+            // A run of commands on the members of one key goes on looking ahead
+            // for the members.
+            if member.is_none() {
+                self.repeats += 1;
+            }
             return Some((len, None));
         }
         self.repeats = 0;
@@ -1211,6 +1261,44 @@ mod tests {
             }
             held.finish(&*self.state, &mut self.out);
             ran
+        }
+    }
+
+    /// Every request `member_at` names takes a member at that position: the
+    /// command exists and its arity reaches it, and the argument there is not one
+    /// of its keys.
+    #[test]
+    fn members_looked_ahead_are_members() {
+        let registry = strata_commands::registry();
+        for name in [
+            "hset",
+            "hget",
+            "hdel",
+            "sadd",
+            "srem",
+            "zadd",
+            "hmset",
+            "hmget",
+            "hsetnx",
+            "zscore",
+            "hexists",
+            "hincrby",
+            "sismember",
+            "hincrbyfloat",
+        ] {
+            let at = member_at(name.to_uppercase().as_bytes());
+            assert!(at >= 2, "{name}");
+            let cmd = registry.get(name.as_bytes()).expect(name);
+            assert!(cmd.arity.unsigned_abs() as usize > at, "{name}");
+            let mut argv: Vec<&[u8]> = vec![name.as_bytes(), b"key"];
+            argv.extend(std::iter::repeat_n(&b"1"[..], at));
+            let keys = strata_commands::table::key_positions(cmd, &argv);
+            assert!(!keys.contains(&at), "{name}: {keys:?}");
+        }
+        for name in [
+            "GET", "SET", "LPUSH", "SMEMBERS", "HGETALL", "ZRANGE", "ZREM",
+        ] {
+            assert_eq!(member_at(name.as_bytes()), 0, "{name}");
         }
     }
 

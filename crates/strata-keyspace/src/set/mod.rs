@@ -172,6 +172,15 @@ impl Set {
         }
     }
 
+    /// Starts loading what a lookup of `member` will read (see
+    /// [`Dict::prefetch_lookup`]); nothing for an intset.
+    #[inline]
+    pub fn prefetch_member(&self, member: &[u8], slot_arrived: bool) {
+        if let Repr::Table(t) = &self.repr {
+            t.dict.prefetch_lookup(t.dict.hash(member), slot_arrived);
+        }
+    }
+
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Ints(s) => s.len(),

@@ -145,30 +145,11 @@ const LOGGED: u8 = 2;
 pub struct Entry {
     /// The allocation, with the keyspace table's marks for the entry's slot (tag in
     /// the pointer's top bits, distance in its low ones; see [`Entry::base`]).
-    ptr: NonNull<u8>,
+    ptr: Marked,
 }
 
-/// The marks a keyspace table keeps in the pointers of its entries (and a hash's
-/// table in its pairs'): the slot's tag in the pointer's top seven bits, and its
-/// distance mark in the four low bits a 16-byte alignment leaves zero; on 64-bit x86
-/// and ARM, where user-space addresses are below 2^57.
-pub(crate) mod marks {
-    /// Whether pointers carry the marks.
-    pub(crate) const TAGGED: bool = cfg!(all(
-        target_pointer_width = "64",
-        any(target_arch = "x86_64", target_arch = "aarch64")
-    ));
-    /// Where the tag starts, and the address bits: those below it and above the mark.
-    pub(crate) const TAG_SHIFT: u32 = if TAGGED { 57 } else { 0 };
-    pub(crate) const DIST_MASK: usize = if TAGGED { 15 } else { 0 };
-    pub(crate) const ADDRESS: usize = if TAGGED {
-        ((1 << TAG_SHIFT) - 1) & !DIST_MASK
-    } else {
-        usize::MAX
-    };
-}
-use marks::{ADDRESS, DIST_MASK, TAG_SHIFT, TAGGED};
-const _: () = assert!(DIST_MASK < ALIGN);
+use crate::marks::{self, Marked};
+const _: () = assert!(marks::DIST_MASK < ALIGN);
 
 // SAFETY: an entry owns its allocation and the handle in it exclusively, like a
 // `Box<(Meta, Value, [u8])>`; `Value`, holding every handle type, is itself `Send`
@@ -281,11 +262,6 @@ fn allocate(size: usize, meta: Meta) -> NonNull<u8> {
     let Some(ptr) = NonNull::new(raw) else {
         alloc::handle_alloc_error(layout)
     };
-    debug_assert_eq!(
-        raw.addr() & !ADDRESS,
-        0,
-        "an address with its top or low bits set"
-    );
     // SAFETY: the allocation is `ALIGN`-aligned and at least META bytes long.
     unsafe { ptr.as_ptr().cast::<Meta>().write(meta) };
     ptr
@@ -310,31 +286,13 @@ impl Entry {
     /// The allocation's address: the pointer without the table's marks.
     #[inline(always)]
     fn base(&self) -> *mut u8 {
-        self.ptr.as_ptr().map_addr(|a| a & ADDRESS)
-    }
-
-    /// The table's marks (tag and distance) in the pointer: its bits outside
-    /// `ADDRESS`.
-    #[inline]
-    fn marks(&self) -> usize {
-        self.ptr.as_ptr().addr() & !ADDRESS
-    }
-
-    /// Replaces the table's marks with `marks` (bits outside `ADDRESS` only).
-    #[inline]
-    fn set_marks(&mut self, marks: usize) {
-        debug_assert_eq!(marks & ADDRESS, 0);
-        // The address is not 0, so neither is the result (the fallback is never
-        // taken).
-        self.ptr = self
-            .ptr
-            .map_addr(|a| std::num::NonZeroUsize::new(a.get() & ADDRESS | marks).unwrap_or(a));
+        self.ptr.base()
     }
 
     /// Puts `new` in this entry's place, with this entry's table marks, and returns
     /// the entry it replaced.
     fn replace(&mut self, mut new: Entry) -> Entry {
-        new.set_marks(self.marks());
+        self.ptr.lend_marks(&mut new.ptr);
         mem::replace(self, new)
     }
 
@@ -404,7 +362,9 @@ impl Entry {
         at += write_varint(&mut body[at..], payload.len());
         body[at..at + key.len()].copy_from_slice(key);
         body[at + key.len()..].copy_from_slice(payload);
-        Entry { ptr }
+        Entry {
+            ptr: Marked::new(ptr),
+        }
     }
 
     /// An entry holding a value by its handle: not a string, or a string in its own
@@ -413,7 +373,7 @@ impl Entry {
         meta.kind = kind::MOVED;
         let size = KEY_AFTER_HANDLE + varint_len(key.len()) + key.len();
         let mut entry = Entry {
-            ptr: allocate(size, meta),
+            ptr: Marked::new(allocate(size, meta)),
         };
         // SAFETY: the allocation is `size` bytes; the key's length and bytes go after
         // the handle's place (zeroed first, so the slice is never uninitialized), and
@@ -758,9 +718,7 @@ impl Entry {
             let Some(ptr) = NonNull::new(raw) else {
                 alloc::handle_alloc_error(new_layout)
             };
-            let marks = self.marks();
-            self.ptr = ptr;
-            self.set_marks(marks);
+            self.ptr.move_to(ptr);
             let p = ptr.as_ptr();
             if key_at > parts.key_at {
                 ptr::copy(p.add(parts.key_at), p.add(key_at), moved);
@@ -1118,28 +1076,21 @@ impl DictEntry for Entry {
         Entry::key(self)
     }
 
-    const TAGS_INSIDE: bool = TAGGED;
+    const TAGS_INSIDE: bool = marks::TAGGED;
 
     #[inline]
     fn slot_tag(&self) -> u8 {
-        if TAGGED {
-            (self.ptr.as_ptr().addr() >> TAG_SHIFT) as u8
-        } else {
-            0
-        }
+        self.ptr.tag()
     }
 
     #[inline]
     fn set_slot_tag(&mut self, tag: u8) {
-        if TAGGED {
-            let bits = usize::from(tag & 0x7f) << TAG_SHIFT;
-            self.set_marks(self.marks() & DIST_MASK | bits);
-        }
+        self.ptr.set_tag(tag);
     }
 
     #[inline]
     fn slot_dist(&self) -> u8 {
-        (self.ptr.as_ptr().addr() & DIST_MASK) as u8
+        self.ptr.dist()
     }
 
     #[inline]
@@ -1149,10 +1100,7 @@ impl DictEntry for Entry {
 
     #[inline]
     fn set_slot_dist(&mut self, mark: u8) {
-        if TAGGED {
-            let bits = usize::from(mark) & DIST_MASK;
-            self.set_marks(self.marks() & !DIST_MASK | bits);
-        }
+        self.ptr.set_dist(mark);
     }
 }
 

@@ -28,6 +28,7 @@ pub mod hash;
 pub mod keyspace;
 pub mod list;
 pub mod logref;
+mod marks;
 pub mod pack;
 mod pair;
 pub mod serialize;

@@ -6,9 +6,8 @@
 //! - `Pair::ptr`, its marks masked off (`Pair::base`), is an allocation of
 //!   `PAIR_ALIGN` alignment holding the field's length and the value's (LEB128),
 //!   the field and the value, and nothing else: its size is read from the lengths.
-//! - The marks (bits outside `marks::ADDRESS`) are the table's alone: only
-//!   `DictEntry`'s methods set them, and a pair made to replace another takes them
-//!   over.
+//! - The marks (see [`crate::marks`]) are the table's alone: only `DictEntry`'s
+//!   methods set them, and a pair made to replace another takes them over.
 //!
 //! This and `entry` are the keyspace's only `unsafe` code; the tests below run under
 //! Miri.
@@ -19,7 +18,8 @@ use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 
 use crate::dict::DictEntry;
-use crate::entry::{marks, read_varint};
+use crate::entry::read_varint;
+use crate::marks::{self, Marked};
 use crate::pack::{varint_len, write_varint};
 
 /// A field and its value in one allocation: the field's length and the value's
@@ -29,7 +29,7 @@ use crate::pack::{varint_len, write_varint};
 /// [`crate::entry`]): the table needs no control bytes, a slot is 8 bytes, and a
 /// lookup reads the slot and then the pair, not a control byte, a slot and the pair.
 pub(crate) struct Pair {
-    ptr: NonNull<u8>,
+    ptr: Marked,
 }
 
 // SAFETY: a pair owns its allocation exclusively, like a `Box<[u8]>`.
@@ -58,7 +58,6 @@ impl Pair {
         let Some(ptr) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
-        debug_assert_eq!(raw.addr() & !marks::ADDRESS, 0, "an address with marks");
         let mut lengths = [0u8; 20];
         let a = write_varint(&mut lengths, field.len());
         let n = a + write_varint(&mut lengths[a..], value.len());
@@ -69,13 +68,15 @@ impl Pair {
             std::ptr::copy_nonoverlapping(field.as_ptr(), raw.add(n), field.len());
             std::ptr::copy_nonoverlapping(value.as_ptr(), raw.add(n + field.len()), value.len());
         }
-        Pair { ptr }
+        Pair {
+            ptr: Marked::new(ptr),
+        }
     }
 
     /// The allocation's address: the pointer without the table's marks.
     #[inline(always)]
     fn base(&self) -> *mut u8 {
-        self.ptr.as_ptr().map_addr(|a| a & marks::ADDRESS)
+        self.ptr.base()
     }
 
     /// Where the field starts, and the field's and the value's lengths.
@@ -116,33 +117,15 @@ impl Pair {
             bytes.copy_from_slice(value);
             return;
         }
-        let new = Pair::new(self.field(), value);
-        let marks = self.ptr.as_ptr().addr() & !marks::ADDRESS;
-        let old = std::mem::replace(self, new);
-        self.set_marks(marks);
-        drop(old);
+        let mut new = Pair::new(self.field(), value);
+        self.ptr.lend_marks(&mut new.ptr);
+        *self = new;
     }
 
     /// Bytes of the allocation.
     pub(crate) fn heap_size(&self) -> usize {
         let (at, field, value) = self.parts();
         at + field + value
-    }
-
-    /// Replaces the table's marks (bits outside `marks::ADDRESS` only).
-    #[inline]
-    fn set_marks(&mut self, bits: usize) {
-        debug_assert_eq!(bits & marks::ADDRESS, 0);
-        // The address is not 0, so neither is the result (the fallback is never
-        // taken).
-        self.ptr = self.ptr.map_addr(|a| {
-            std::num::NonZeroUsize::new(a.get() & marks::ADDRESS | bits).unwrap_or(a)
-        });
-    }
-
-    #[inline]
-    fn marks(&self) -> usize {
-        self.ptr.as_ptr().addr() & !marks::ADDRESS
     }
 }
 
@@ -165,32 +148,22 @@ impl DictEntry for Pair {
 
     #[inline]
     fn slot_tag(&self) -> u8 {
-        if marks::TAGGED {
-            (self.ptr.as_ptr().addr() >> marks::TAG_SHIFT) as u8
-        } else {
-            0
-        }
+        self.ptr.tag()
     }
 
     #[inline]
     fn set_slot_tag(&mut self, tag: u8) {
-        if marks::TAGGED {
-            let bits = usize::from(tag & 0x7f) << marks::TAG_SHIFT;
-            self.set_marks(self.marks() & marks::DIST_MASK | bits);
-        }
+        self.ptr.set_tag(tag);
     }
 
     #[inline]
     fn slot_dist(&self) -> u8 {
-        (self.ptr.as_ptr().addr() & marks::DIST_MASK) as u8
+        self.ptr.dist()
     }
 
     #[inline]
     fn set_slot_dist(&mut self, mark: u8) {
-        if marks::TAGGED {
-            let bits = usize::from(mark) & marks::DIST_MASK;
-            self.set_marks(self.marks() & !marks::DIST_MASK | bits);
-        }
+        self.ptr.set_dist(mark);
     }
 
     #[inline]

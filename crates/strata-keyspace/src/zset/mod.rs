@@ -165,6 +165,30 @@ pub enum Added {
     NotANumber,
 }
 
+impl AddFlags {
+    /// The score an existing member with score `current` is to get for `score`,
+    /// or what [`ZSet::add`] answers without changing it.
+    fn apply(self, current: f64, score: f64) -> Result<f64, Added> {
+        if self.nx {
+            return Err(Added::Refused);
+        }
+        let mut score = score;
+        if self.incr {
+            score += current;
+            if score.is_nan() {
+                return Err(Added::NotANumber);
+            }
+        }
+        if (self.lt && score >= current) || (self.gt && score <= current) {
+            return Err(Added::Refused);
+        }
+        if score == current {
+            return Err(Added::Same(score));
+        }
+        Ok(score)
+    }
+}
+
 /// A member→score entry of the big encoding's dict.
 struct ScoreEntry {
     member: CompactBytes,
@@ -229,13 +253,36 @@ impl Big {
         self.tree.insert(score, member);
     }
 
-    fn update(&mut self, old: f64, score: f64, member: &[u8]) {
+    /// [`ZSet::add`] for this encoding: the member is hashed and looked up once,
+    /// whether it is new or not.
+    fn add(&mut self, score: f64, member: &[u8], flags: AddFlags) -> Added {
         let h = self.dict.hash(member);
-        if let Some(e) = self.dict.get_mut(h, member) {
-            e.score = score;
+        let current = if flags.xx {
+            match self.dict.get_mut(h, member) {
+                Some(e) => e,
+                None => return Added::Refused,
+            }
+        } else {
+            let (e, inserted) = self.dict.get_or_insert_with(h, member, || ScoreEntry {
+                member: CompactBytes::new(member),
+                score,
+            });
+            if inserted {
+                self.tree.insert(score, member);
+                return Added::New(score);
+            }
+            e
+        };
+        let old = current.score;
+        match flags.apply(old, score) {
+            Ok(score) => {
+                current.score = score;
+                self.tree.remove(old, member);
+                self.tree.insert(score, member);
+                Added::Updated(score)
+            }
+            Err(added) => added,
         }
-        self.tree.remove(old, member);
-        self.tree.insert(score, member);
     }
 
     fn remove(&mut self, member: &[u8]) -> bool {
@@ -378,33 +425,18 @@ impl ZSet {
         if score.is_nan() {
             return Added::NotANumber;
         }
-        match self.score(member) {
-            Some(current) => {
-                if flags.nx {
-                    return Added::Refused;
-                }
-                let mut score = score;
-                if flags.incr {
-                    score += current;
-                    if score.is_nan() {
-                        return Added::NotANumber;
-                    }
-                }
-                if (flags.lt && score >= current) || (flags.gt && score <= current) {
-                    return Added::Refused;
-                }
-                if score == current {
-                    return Added::Same(score);
-                }
-                match &mut self.repr {
-                    Repr::Listpack(p) => {
-                        if let Some((i, _)) = listpack::find(p, member) {
-                            listpack::remove(p, i, 1);
-                        }
-                        listpack::insert(p, score, member);
-                    }
-                    Repr::Skiplist(b) => b.update(current, score, member),
-                }
+        let p = match &mut self.repr {
+            Repr::Skiplist(b) => return b.add(score, member, flags),
+            Repr::Listpack(p) => p,
+        };
+        match listpack::find(p, member) {
+            Some((i, current)) => {
+                let score = match flags.apply(current, score) {
+                    Ok(score) => score,
+                    Err(added) => return added,
+                };
+                listpack::remove(p, i, 1);
+                listpack::insert(p, score, member);
                 Added::Updated(score)
             }
             None if flags.xx => Added::Refused,

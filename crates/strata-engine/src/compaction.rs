@@ -139,23 +139,25 @@ fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<Compac
                     .as_ref()
                     .ok_or(Error::NoMergeOperator)?;
                 let base = (record.header.kind == Kind::Put).then_some(record.value);
-                let mut operands = Vec::with_capacity(prefix.len());
+                let chain = prefix
+                    .get(usize::from(base.is_some())..)
+                    .unwrap_or_default();
+                // The record in hand is not read again; the rest are read in runs (a
+                // hot key's operands lie close together).
+                let read: Vec<Location> =
+                    chain.iter().copied().filter(|l| *l != location).collect();
+                let operands = inner.read_checked_many(record.key, &read, Kind::Merge)?;
                 let mut newest = (record.header.version, record.header.expires_at);
-                for l in prefix.iter().skip(usize::from(base.is_some())) {
-                    let operand = if *l == location {
-                        None
-                    } else {
-                        Some(inner.read_checked(record.key, *l, Kind::Merge)?)
-                    };
-                    if let Some(op) = &operand {
+                let mut read = operands.iter();
+                let mut values: Vec<&[u8]> = Vec::with_capacity(chain.len());
+                for l in chain {
+                    if *l == location {
+                        values.push(record.value);
+                    } else if let Some(op) = read.next() {
                         newest = (op.version(), op.expires_at());
+                        values.push(op.value());
                     }
-                    operands.push(operand);
                 }
-                let values: Vec<&[u8]> = operands
-                    .iter()
-                    .map(|o| o.as_ref().map_or(record.value, |r| r.value()))
-                    .collect();
                 let value = operator.full_merge(record.key, base, &values);
                 output.append(&Entry {
                     kind: Kind::Put,

@@ -764,29 +764,39 @@ impl Inner {
             Slot::Merged(chain) => {
                 let operator = self.merge_operator.as_ref().ok_or(Error::NoMergeOperator)?;
                 let base = chain.base.map(|l| read_checked(l, Kind::Put)).transpose()?;
-                let operands = chain
-                    .operands
-                    .iter()
-                    .map(|l| read_checked(*l, Kind::Merge))
-                    .collect::<Result<Vec<_>>>()?;
+                let operands = if cached {
+                    chain
+                        .operands
+                        .iter()
+                        .map(|l| read_checked(*l, Kind::Merge))
+                        .collect::<Result<Vec<_>>>()?
+                } else {
+                    self.read_checked_many(key, &chain.operands, Kind::Merge)?
+                };
                 let refs: Vec<&[u8]> = operands.iter().map(Record::value).collect();
                 Ok(operator.full_merge(key, base.as_ref().map(Record::value), &refs))
             }
         }
     }
 
-    /// Reads a record and checks that it is the key's record of the expected kind.
-    pub(crate) fn read_checked(
+    /// Reads records of `key` of `kind`, in the order given, nearby ones with one
+    /// read ([`Log::read_many`]), and checks that each is what it should be.
+    pub(crate) fn read_checked_many(
         &self,
         key: &[u8],
-        location: Location,
+        locations: &[Location],
         kind: Kind,
-    ) -> Result<Record> {
-        self.read_checked_with(key, location, kind, false)
+    ) -> Result<Vec<Record>> {
+        let records = self.log.read_many(locations)?;
+        for (record, location) in records.iter().zip(locations) {
+            Self::check(key, kind, record, *location)?;
+        }
+        Ok(records)
     }
 
-    /// [`Inner::read_checked`], with `cached` only from the write buffer or the
-    /// operating system's cache ([`Log::read_cached`]).
+    /// Reads a record and checks that it is the key's record of the expected kind;
+    /// with `cached` only from the write buffer or the operating system's cache
+    /// ([`Log::read_cached`]).
     fn read_checked_with(
         &self,
         key: &[u8],
@@ -799,6 +809,12 @@ impl Inner {
         } else {
             self.log.read(location)?
         };
+        Self::check(key, kind, &record, location)?;
+        Ok(record)
+    }
+
+    /// Whether `record`, read from `location`, is a record of `key` of `kind`.
+    fn check(key: &[u8], kind: Kind, record: &Record, location: Location) -> Result<()> {
         let reason = if record.key() != key {
             Some("the key differs")
         } else if record.kind() != kind {
@@ -812,7 +828,7 @@ impl Inner {
                 offset: location.offset,
                 reason: DecodeError::Mismatch(reason),
             }),
-            None => Ok(record),
+            None => Ok(()),
         }
     }
 }

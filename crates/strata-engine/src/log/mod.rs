@@ -362,6 +362,13 @@ impl Log {
         self.shared.read(location, true)
     }
 
+    /// [`Log::read`] for many records, in the order given. A run of them in one
+    /// segment, in order and close together (a key's merge operands written one
+    /// after another), is read with one positioned read.
+    pub fn read_many(&self, locations: &[Location]) -> Result<Vec<Record>> {
+        self.shared.read_many(locations)
+    }
+
     /// Makes every record appended so far durable.
     pub fn sync(&self) -> Result<()> {
         self.shared.sync()
@@ -657,6 +664,74 @@ impl Shared {
                 break;
             }
         }
+        Self::decoded(location, bytes)
+    }
+
+    /// The most bytes one read of [`Shared::read_many`] covers.
+    const RUN_SPAN: u64 = 256 << 10;
+
+    /// The widest gap between two records of one run of [`Shared::read_many`]:
+    /// wider, and two reads cost less than reading the bytes between.
+    const RUN_GAP: u64 = 4 << 10;
+
+    fn read_many(&self, locations: &[Location]) -> Result<Vec<Record>> {
+        let mut records = Vec::with_capacity(locations.len());
+        let mut span = Vec::new();
+        let mut rest = locations;
+        while let Some((&first, after)) = rest.split_first() {
+            let mut end = first.end();
+            let mut count = 1;
+            for next in after {
+                let start = u64::from(next.offset);
+                if next.segment != first.segment
+                    || start < end
+                    || start - end > Self::RUN_GAP
+                    || next.end() - u64::from(first.offset) > Self::RUN_SPAN
+                {
+                    break;
+                }
+                end = next.end();
+                count += 1;
+            }
+            let (run, after) = rest.split_at(count);
+            rest = after;
+            let read = count > 1 && {
+                let segments = self.segments.read();
+                match segments.get(&first.segment) {
+                    Some(segment) if end <= segment.flushed.load(Ordering::Acquire) => {
+                        span.resize((end - u64::from(first.offset)) as usize, 0);
+                        read_exact_at(&*segment.file, &mut span, u64::from(first.offset))?;
+                        true
+                    }
+                    // In the write buffer (or gone): one at a time.
+                    _ => false,
+                }
+            };
+            for &location in run {
+                let record = if read {
+                    let at = (location.offset - first.offset) as usize;
+                    let bytes =
+                        span.get(at..at + location.len as usize)
+                            .ok_or(Error::BadRecord {
+                                segment: location.segment,
+                                offset: location.offset,
+                                reason: DecodeError::Truncated {
+                                    needed: location.end(),
+                                    available: end,
+                                },
+                            })?;
+                    Self::decoded(location, bytes.to_vec())?
+                } else {
+                    self.read(location, false)?
+                };
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    /// The record in `bytes`, read from `location`.
+    fn decoded(location: Location, bytes: Vec<u8>) -> Result<Record> {
         let header = match record::decode(&bytes) {
             Ok(rec) => rec.header,
             Err(DecodeError::Checksum { stored, computed }) => {

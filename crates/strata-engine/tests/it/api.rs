@@ -333,6 +333,79 @@ fn values_larger_than_a_segment_get_their_own() {
 }
 
 #[test]
+fn many_records_read_together_read_as_one_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = LogOptions {
+        segment_size: 64 << 10,
+        ..LogOptions::default()
+    };
+    let log = Log::open(dir.path(), options, &mut |_: &Replayed<'_>| {}).unwrap();
+    let mut locations = Vec::new();
+    for i in 0..3_000u64 {
+        // Small records, now and then a big one (a gap wider than a run allows).
+        let value = if i % 500 == 7 {
+            vec![b'x'; 9_000]
+        } else {
+            value(i, 0)
+        };
+        let entry = Entry {
+            kind: if i % 3 == 0 { Kind::Put } else { Kind::Merge },
+            key: &key(i % 10),
+            value: &value,
+            version: i,
+            expires_at: 0,
+        };
+        locations.push(log.append(&entry).unwrap());
+        if i == 2_500 {
+            // What follows stays in the write buffer for a while.
+            log.flush().unwrap();
+        }
+    }
+    let one_key: Vec<_> = locations.iter().copied().step_by(10).collect();
+    let mut backwards = locations[..200].to_vec();
+    backwards.reverse();
+    for wanted in [
+        &locations[..],
+        &one_key[..],
+        &backwards[..],
+        &locations[2_400..2_600],
+        &[][..],
+    ] {
+        let together = log.read_many(wanted).unwrap();
+        let alone: Vec<_> = wanted.iter().map(|l| log.read(*l).unwrap()).collect();
+        assert_eq!(together, alone);
+    }
+}
+
+#[test]
+fn compaction_folds_long_merge_chains() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), disk_options()).unwrap();
+    let mut hot = Vec::new();
+    let mut sparse = Vec::new();
+    for i in 0..5_000u64 {
+        // A hot key's operands, close together; another's, far apart; values between.
+        let op = format!("{i},");
+        engine.merge(b"hot", op.as_bytes()).unwrap();
+        hot.extend_from_slice(op.as_bytes());
+        if i % 100 == 0 {
+            engine.merge(b"sparse", op.as_bytes()).unwrap();
+            sparse.extend_from_slice(op.as_bytes());
+            engine.put(&key(i), &vec![b'v'; 8_000]).unwrap();
+        }
+        engine.put(&key(i % 50), &value(i, 1)).unwrap();
+    }
+    let report = engine.compact().unwrap();
+    assert!(report.inputs > 1, "{report:?}");
+    assert_eq!(engine.get(b"hot").unwrap(), Some(hot.clone()));
+    assert_eq!(engine.get(b"sparse").unwrap(), Some(sparse.clone()));
+    engine.close().unwrap();
+    let engine = Engine::open(dir.path(), disk_options()).unwrap();
+    assert_eq!(engine.get(b"hot").unwrap(), Some(hot));
+    assert_eq!(engine.get(b"sparse").unwrap(), Some(sparse));
+}
+
+#[test]
 fn the_log_layer_works_without_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let options = LogOptions::default();

@@ -144,9 +144,9 @@ fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<Compac
                     .unwrap_or_default();
                 // The record in hand is not read again; the rest are read in runs (a
                 // hot key's operands lie close together).
-                let read: Vec<Location> =
+                let others: Vec<Location> =
                     chain.iter().copied().filter(|l| *l != location).collect();
-                let operands = inner.read_checked_many(record.key, &read, Kind::Merge)?;
+                let operands = inner.read_checked_many(record.key, &others, Kind::Merge)?;
                 let mut newest = (record.header.version, record.header.expires_at);
                 let mut read = operands.iter();
                 let mut values: Vec<&[u8]> = Vec::with_capacity(chain.len());

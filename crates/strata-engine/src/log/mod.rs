@@ -611,32 +611,39 @@ impl Shared {
         Ok(())
     }
 
+    /// Reads bytes `from..to` of `segment` into `buf` if they have reached the
+    /// file; false if some are still in the write buffer.
+    fn read_flushed(
+        &self,
+        segment: SegmentId,
+        from: u64,
+        to: u64,
+        buf: &mut Vec<u8>,
+        cached: bool,
+    ) -> Result<bool> {
+        // The map's read lock is held across the positioned read instead of
+        // cloning the segment's `Arc`: one shared atomic operation fewer per
+        // read. Writers of the map (rotation, compaction) wait for it briefly.
+        let segments = self.segments.read();
+        let file = segments
+            .get(&segment)
+            .ok_or(Error::SegmentGone { segment })?;
+        if to > file.flushed.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        buf.resize((to - from) as usize, 0);
+        if cached {
+            read_exact_at_cached(&*file.file, buf, from)?;
+        } else {
+            read_exact_at(&*file.file, buf, from)?;
+        }
+        Ok(true)
+    }
+
     fn read(&self, location: Location, cached: bool) -> Result<Record> {
-        let read_exact_at = |file: &dyn VfsFile, buf: &mut [u8], offset: u64| {
-            if cached {
-                read_exact_at_cached(file, buf, offset)
-            } else {
-                read_exact_at(file, buf, offset)
-            }
-        };
         let mut bytes = Vec::new();
-        let buffered = {
-            // The map's read lock is held across the positioned read instead of
-            // cloning the segment's `Arc`: one shared atomic operation fewer per
-            // read. Writers of the map (rotation, compaction) wait for it briefly.
-            let segments = self.segments.read();
-            let segment = segments.get(&location.segment).ok_or(Error::SegmentGone {
-                segment: location.segment,
-            })?;
-            if location.end() <= segment.flushed.load(Ordering::Acquire) {
-                bytes.resize(location.len as usize, 0);
-                read_exact_at(&*segment.file, &mut bytes, u64::from(location.offset))?;
-                false
-            } else {
-                true
-            }
-        };
-        if buffered {
+        let from = u64::from(location.offset);
+        if !self.read_flushed(location.segment, from, location.end(), &mut bytes, cached)? {
             loop {
                 let found = self.tail.lock().read_buffered(location);
                 match found {
@@ -652,13 +659,15 @@ impl Shared {
                     }
                     Buffered::Flushed => {
                         // Flushed since the check: read it from the file.
-                        let segment = self.segments.read().get(&location.segment).cloned().ok_or(
-                            Error::SegmentGone {
-                                segment: location.segment,
-                            },
-                        )?;
-                        bytes.resize(location.len as usize, 0);
-                        read_exact_at(&*segment.file, &mut bytes, u64::from(location.offset))?;
+                        if !self.read_flushed(
+                            location.segment,
+                            from,
+                            location.end(),
+                            &mut bytes,
+                            cached,
+                        )? {
+                            continue;
+                        }
                     }
                 }
                 break;
@@ -695,18 +704,15 @@ impl Shared {
             }
             let (run, after) = rest.split_at(count);
             rest = after;
-            let read = count > 1 && {
-                let segments = self.segments.read();
-                match segments.get(&first.segment) {
-                    Some(segment) if end <= segment.flushed.load(Ordering::Acquire) => {
-                        span.resize((end - u64::from(first.offset)) as usize, 0);
-                        read_exact_at(&*segment.file, &mut span, u64::from(first.offset))?;
-                        true
-                    }
-                    // In the write buffer (or gone): one at a time.
-                    _ => false,
-                }
-            };
+            // A run reaching into the write buffer is read a record at a time.
+            let read = count > 1
+                && self.read_flushed(
+                    first.segment,
+                    u64::from(first.offset),
+                    end,
+                    &mut span,
+                    false,
+                )?;
             for &location in run {
                 let record = if read {
                     let at = (location.offset - first.offset) as usize;

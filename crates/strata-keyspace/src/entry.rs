@@ -701,6 +701,11 @@ impl Entry {
         let new_size = value_at + len;
         let new_layout = layout(new_size);
         let kept = parts.value_len.min(len);
+        // The lengths are encoded here and copied in: a grown head can reach past
+        // the old allocation's end, bytes not initialized until written.
+        let mut lengths = [0u8; 20]; // two LEB128 `usize`s, ten bytes each at most
+        let at = write_varint(&mut lengths, parts.key_len);
+        write_varint(&mut lengths[at..], len);
         // SAFETY: the allocation was made with `layout(old_size)`; `realloc` keeps
         // its first `min(old_size, new_size)` bytes. When the lengths take fewer
         // bytes, the key and the value's kept bytes move down before a shrink cuts
@@ -723,9 +728,7 @@ impl Entry {
             if key_at > parts.key_at {
                 ptr::copy(p.add(parts.key_at), p.add(key_at), moved);
             }
-            let lengths = std::slice::from_raw_parts_mut(p.add(META), head);
-            let at = write_varint(lengths, parts.key_len);
-            write_varint(&mut lengths[at..], len);
+            ptr::copy_nonoverlapping(lengths.as_ptr(), p.add(META), head);
             ptr::write_bytes(p.add(value_at + kept), 0, len - kept);
         }
         value_at
@@ -1395,6 +1398,23 @@ mod tests {
         let mut n = Entry::new(b"k", Value::string(b"12"), 0);
         assert_eq!(n.append(b"3"), None, "integers are converted by the caller");
         assert_eq!(str_value(&n), b"12");
+    }
+
+    #[test]
+    fn a_length_growing_a_byte_past_a_short_entry_is_written_whole() {
+        // An empty key and value: the allocation ends right after the two
+        // one-byte lengths, so the value's length taking two bytes reaches past
+        // the old end, memory `realloc` leaves uninitialized until it is written.
+        let mut e = Entry::new(b"", Value::string(b""), 0);
+        let piece = vec![7u8; 200];
+        assert_eq!(e.append(&piece), Some(200));
+        assert_eq!(e.key(), b"");
+        assert_eq!(str_value(&e), piece);
+        let mut k = Entry::new(b"", Value::string(b"x"), 0);
+        let mut want = b"x".to_vec();
+        want.extend_from_slice(&[9u8; 20_000]);
+        assert_eq!(k.append(&[9u8; 20_000]), Some(want.len()));
+        assert_eq!(str_value(&k), want);
     }
 
     #[test]

@@ -154,8 +154,18 @@ fn op_args(bytes: &[u8]) -> Result<Option<SmallVec<[&[u8]; 4]>>, &'static str> {
 /// Commands whose operations on one key, one after the other, make the one
 /// operation with the arguments after the key of each in turn: `LPUSH k a` then
 /// `LPUSH k b` is `LPUSH k a b`, and `HSET k f 1` then `HSET k f 2` is
-/// `HSET k f 1 f 2`, as each applies its arguments in order.
-const MERGEABLE: [&[u8]; 4] = [b"LPUSH", b"RPUSH", b"SADD", b"HSET"];
+/// `HSET k f 1 f 2`, as each applies its arguments in order. ZADD joins them
+/// without options only (`ZADD k 1 a` then `ZADD k 2 b` is `ZADD k 1 a 2 b`, its
+/// pairs applied in order as separate commands would be; see [`plain_zadd`]).
+const MERGEABLE: [&[u8]; 5] = [b"LPUSH", b"RPUSH", b"SADD", b"HSET", b"ZADD"];
+
+/// Whether a ZADD whose first argument after the key is `first` takes no options
+/// (NX, XX, GT, LT, CH, INCR come before the pairs, so a command that ran without
+/// error and does not start with one has none).
+fn plain_zadd(first: &[u8]) -> bool {
+    const OPTIONS: [&[u8]; 6] = [b"NX", b"XX", b"GT", b"LT", b"CH", b"INCR"];
+    !OPTIONS.iter().any(|o| o.eq_ignore_ascii_case(first))
+}
 
 /// The start of an operation written by [`encode_op`]: what merging into it needs,
 /// read without walking its (growing) list of arguments.
@@ -167,6 +177,8 @@ struct OpHead<'a> {
     /// The command's name and the key, its first two arguments.
     name: &'a [u8],
     key: &'a [u8],
+    /// Where the argument after the key starts.
+    rest_at: usize,
 }
 
 fn op_head(op: &[u8]) -> Option<OpHead<'_>> {
@@ -183,19 +195,31 @@ fn op_head(op: &[u8]) -> Option<OpHead<'_>> {
         args_at,
         name,
         key,
+        rest_at: at,
     })
 }
 
 /// The head of `prev` if it is a mergeable command (see [`MERGEABLE`]) named `name`
-/// (in any case) on `key`.
-fn continued_by<'p>(prev: &'p [u8], name: &[u8], key: &[u8]) -> Option<OpHead<'p>> {
+/// (in any case) on `key`, which `rest`, the arguments after the key of the
+/// command to merge, can continue.
+fn continued_by<'p>(prev: &'p [u8], name: &[u8], key: &[u8], rest: &[&[u8]]) -> Option<OpHead<'p>> {
     let p = op_head(prev)?;
-    (p.key == key
+    let mergeable = p.key == key
         && p.name.eq_ignore_ascii_case(name)
         && MERGEABLE
             .iter()
-            .any(|m| m.len() == p.name.len() && m.eq_ignore_ascii_case(p.name)))
-    .then_some(p)
+            .any(|m| m.len() == p.name.len() && m.eq_ignore_ascii_case(p.name));
+    if !mergeable {
+        return None;
+    }
+    if p.name.eq_ignore_ascii_case(b"ZADD") {
+        let mut at = p.rest_at;
+        let prev_first = read_arg(prev, &mut at).ok()?;
+        if !plain_zadd(prev_first) || !rest.first().is_some_and(|f| plain_zadd(f)) {
+            return None;
+        }
+    }
+    Some(p)
 }
 
 /// Rewrites the argument count of `op`, whose arguments start at `args_at`.
@@ -212,9 +236,9 @@ fn set_count(op: &mut Vec<u8>, args_at: usize, count: usize) {
 }
 
 /// Merges operation `next` into `prev` when both are the same mergeable command
-/// (LPUSH, RPUSH, SADD or HSET; or pops, see [`append_args`]) on the same key, so
-/// that a pipeline's run of pushes onto one list is one record; false, and `prev`
-/// unchanged, otherwise.
+/// (LPUSH, RPUSH, SADD, HSET, ZADD without options; or pops, see [`append_args`])
+/// on the same key, so that a pipeline's run of pushes onto one list is one
+/// record; false, and `prev` unchanged, otherwise.
 pub fn merge_ops(prev: &mut Vec<u8>, next: &[u8]) -> bool {
     match op_args(next) {
         Ok(Some(argv)) => append_args(prev, &argv),
@@ -283,7 +307,7 @@ pub fn append_args(prev: &mut Vec<u8>, argv: &[&[u8]]) -> bool {
     if rest.is_empty() {
         return false;
     }
-    let Some(p) = continued_by(prev, name, key) else {
+    let Some(p) = continued_by(prev, name, key, rest) else {
         return false;
     };
     let (args_at, count) = (p.args_at, p.count + rest.len());
@@ -606,8 +630,31 @@ mod tests {
             assert!(!merge_ops(&mut prev, &next));
             assert_eq!(args(&prev), ["LPUSH", "k", "a"]);
         }
+        // ZADD without options only: an option applies to every pair after it.
         let mut zadd = op(&["ZADD", "z", "1", "m"]);
-        assert!(!merge_ops(&mut zadd, &op(&["ZADD", "z", "NX", "2", "m"])));
+        assert!(merge_ops(
+            &mut zadd,
+            &op(&["zadd", "z", "2", "n", "+inf", "m"])
+        ));
+        assert_eq!(args(&zadd), ["ZADD", "z", "1", "m", "2", "n", "+inf", "m"]);
+        for (first, next) in [
+            (
+                &["ZADD", "z", "1", "m"][..],
+                &["ZADD", "z", "NX", "2", "m"][..],
+            ),
+            (&["ZADD", "z", "1", "m"], &["ZADD", "z", "ch", "2", "m"]),
+            (&["ZADD", "z", "1", "m"], &["ZADD", "z", "INCR", "2", "m"]),
+            (&["ZADD", "z", "GT", "1", "m"], &["ZADD", "z", "2", "m"]),
+            (
+                &["ZADD", "z", "xx", "1", "m"],
+                &["ZADD", "z", "xx", "2", "m"],
+            ),
+            (&["ZADD", "z", "1", "m"], &["ZADD", "y", "2", "m"]),
+        ] {
+            let mut zadd = op(first);
+            assert!(!merge_ops(&mut zadd, &op(next)), "{next:?} after {first:?}");
+            assert_eq!(args(&zadd), first);
+        }
         let mut expiry = vec![OP_EXPIRY];
         assert!(!merge_ops(&mut expiry, &op(&["LPUSH", "k", "a"])));
     }

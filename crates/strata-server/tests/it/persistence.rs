@@ -789,7 +789,7 @@ fn an_operation_on_a_recreated_key_never_builds_on_its_expired_value() {
     assert_eq!(len, 100_001);
 }
 
-/// A pipeline's consecutive pushes onto one key are logged as one operation (see
+/// A pipeline's consecutive pushes (and plain ZADDs) onto one key are logged as one operation (see
 /// `effects::push_merging`): replayed, they must build the same values in the
 /// same order, with the expiry each had.
 #[test]
@@ -804,6 +804,8 @@ fn pipelined_runs_on_one_key_replay_in_order_after_kill9() {
     let fields: Vec<(String, usize)> = (0..100).map(|i| (format!("field-{i}"), i)).collect();
     let _: () = conn.hset_multiple("h", &fields).expect("hset");
     let _: () = conn.sadd("s", &elements[..100]).expect("sadd");
+    let members: Vec<(usize, &String)> = elements.iter().enumerate().collect();
+    let _: () = conn.zadd_multiple("z", &members).expect("zadd");
     let mut pipe = redis::pipe();
     for i in 0..40 {
         pipe.cmd("LPUSH").arg("l").arg(format!("a{i}")).ignore();
@@ -829,6 +831,32 @@ fn pipelined_runs_on_one_key_replay_in_order_after_kill9() {
             .arg(format!("m{}", i % 11))
             .ignore();
         pipe.cmd("SADD").arg("s").arg(format!("n{i}")).ignore();
+        // Plain ZADDs merge; one with options between them ends the run, and its
+        // option must not reach the pairs after it.
+        pipe.cmd("ZADD")
+            .arg("z")
+            .arg(i * 3)
+            .arg(format!("element-{}", i % 13))
+            .ignore();
+        pipe.cmd("zadd")
+            .arg("z")
+            .arg(-(i as i64))
+            .arg(format!("new-{i}"))
+            .arg("+inf")
+            .arg(format!("element-{}", i % 3))
+            .ignore();
+        let option = ["GT", "LT", "NX", "XX"][i % 4];
+        pipe.cmd("ZADD")
+            .arg("z")
+            .arg(option)
+            .arg(i * 5)
+            .arg(format!("element-{}", 100 + i))
+            .ignore();
+        pipe.cmd("ZADD")
+            .arg("z")
+            .arg(i)
+            .arg(format!("element-{}", 200 + i))
+            .ignore();
         if i == 20 {
             // A TTL in the middle of a run: the pushes after it carry it.
             pipe.cmd("PEXPIRE").arg("l").arg(600_000).ignore();
@@ -846,6 +874,8 @@ fn pipelined_runs_on_one_key_replay_in_order_after_kill9() {
     let before = dataset(&mut conn);
     let len: usize = conn.llen("l").expect("llen");
     assert_eq!(len, 300 + 40 * 5 - 10 * 6);
+    let score: f64 = conn.zscore("z", "element-1").expect("zscore");
+    assert_eq!(score, f64::INFINITY);
     drop(conn);
     server.kill9();
     let server = strata_in(dir.path(), &args);

@@ -154,10 +154,14 @@ fn op_args(bytes: &[u8]) -> Result<Option<SmallVec<[&[u8]; 4]>>, &'static str> {
 /// Commands whose operations on one key, one after the other, make the one
 /// operation with the arguments after the key of each in turn: `LPUSH k a` then
 /// `LPUSH k b` is `LPUSH k a b`, and `HSET k f 1` then `HSET k f 2` is
-/// `HSET k f 1 f 2`, as each applies its arguments in order. ZADD joins them
-/// without options only (`ZADD k 1 a` then `ZADD k 2 b` is `ZADD k 1 a 2 b`, its
-/// pairs applied in order as separate commands would be; see [`plain_zadd`]).
-const MERGEABLE: [&[u8]; 5] = [b"LPUSH", b"RPUSH", b"SADD", b"HSET", b"ZADD"];
+/// `HSET k f 1 f 2`, as each applies its arguments in order; so do the removals
+/// (`SREM k a` then `SREM k b` is `SREM k a b`; SPOP is logged as the SREM of what
+/// it popped). ZADD joins them without options only (`ZADD k 1 a` then `ZADD k 2 b`
+/// is `ZADD k 1 a 2 b`, its pairs applied in order as separate commands would be;
+/// see [`plain_zadd`]).
+const MERGEABLE: [&[u8]; 8] = [
+    b"LPUSH", b"RPUSH", b"SADD", b"HSET", b"ZADD", b"SREM", b"ZREM", b"HDEL",
+];
 
 /// Whether a ZADD whose first argument after the key is `first` takes no options
 /// (NX, XX, GT, LT, CH, INCR come before the pairs, so a command that ran without
@@ -236,7 +240,7 @@ fn set_count(op: &mut Vec<u8>, args_at: usize, count: usize) {
 }
 
 /// Merges operation `next` into `prev` when both are the same mergeable command
-/// (LPUSH, RPUSH, SADD, HSET, ZADD without options; or pops, see [`append_args`])
+/// (a push, an add, a removal or a plain ZADD; a pop of a list, see [`append_args`])
 /// on the same key, so that a pipeline's run of pushes onto one list is one
 /// record; false, and `prev` unchanged, otherwise.
 pub fn merge_ops(prev: &mut Vec<u8>, next: &[u8]) -> bool {
@@ -629,6 +633,12 @@ mod tests {
             let mut prev = op(&["LPUSH", "k", "a"]);
             assert!(!merge_ops(&mut prev, &next));
             assert_eq!(args(&prev), ["LPUSH", "k", "a"]);
+        }
+        for name in ["SREM", "zrem", "HDEL"] {
+            let mut removal = op(&[name, "k", "a"]);
+            assert!(merge_ops(&mut removal, &op(&[name, "k", "b", "a"])));
+            assert_eq!(args(&removal), [name, "k", "a", "b", "a"]);
+            assert!(!merge_ops(&mut removal, &op(&["SADD", "k", "c"])));
         }
         // ZADD without options only: an option applies to every pair after it.
         let mut zadd = op(&["ZADD", "z", "1", "m"]);

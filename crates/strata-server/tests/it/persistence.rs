@@ -857,6 +857,32 @@ fn pipelined_runs_on_one_key_replay_in_order_after_kill9() {
             .arg(i)
             .arg(format!("element-{}", 200 + i))
             .ignore();
+        // Removals merge too; SPOP is logged as the SREM of what it popped.
+        pipe.cmd("SREM")
+            .arg("s")
+            .arg(format!("element-{i}"))
+            .arg(format!("m{}", (i + 3) % 11))
+            .ignore();
+        pipe.cmd("SPOP").arg("s").ignore();
+        pipe.cmd("SPOP").arg("s").arg(2).ignore();
+        pipe.cmd("srem")
+            .arg("s")
+            .arg(format!("n{}", i / 2))
+            .ignore();
+        pipe.cmd("HDEL").arg("h").arg(format!("field-{i}")).ignore();
+        pipe.cmd("HDEL")
+            .arg("h")
+            .arg(format!("f{}", (i + 1) % 7))
+            .arg("nothing")
+            .ignore();
+        pipe.cmd("ZREM")
+            .arg("z")
+            .arg(format!("element-{}", 250 - i))
+            .ignore();
+        pipe.cmd("ZREM")
+            .arg("z")
+            .arg(format!("new-{}", i / 2))
+            .ignore();
         if i == 20 {
             // A TTL in the middle of a run: the pushes after it carry it.
             pipe.cmd("PEXPIRE").arg("l").arg(600_000).ignore();

@@ -36,7 +36,14 @@
 //!   deletion is logged like a DEL.
 //! - One thread evicts at a time (the pool's lock); commands on other threads go
 //!   ahead meanwhile (`Evict::Running`), as Redis runs commands while an eviction
-//!   is still under way.
+//!   is still under way. The evicting thread reports its allocator count when it
+//!   is done ([`Gauge::report`]), so the others' figures have what it freed.
+//! - No key is evicted for a limit CONFIG SET has replaced: the loop checks the
+//!   limit before each key, and [`Eviction::configure`] returns once an eviction
+//!   under way has stopped.
+//! - The OOM refusal when nothing is left to evict rests on a fresh reading of the
+//!   allocator (at most once a millisecond unless the call evicted), not on an
+//!   estimate frees elsewhere have not reached.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering};
@@ -166,6 +173,16 @@ impl Gauge {
         {
             self.set(read());
         }
+        self.report(thread_count);
+        self.estimate()
+    }
+
+    /// Adds what this thread allocated, net, since its last report (`thread_count`
+    /// is its count now, when the allocator keeps one). An evicting thread reports
+    /// when it is done, so that the others' next figures have what it freed:
+    /// left to its next command, another thread's could find memory still over the
+    /// limit by as much and evict it all again.
+    pub fn report(&self, thread_count: Option<u64>) {
         if let Some(count) = thread_count {
             if !self.counting.load(Ordering::Relaxed) {
                 self.counting.store(true, Ordering::Relaxed);
@@ -181,7 +198,6 @@ impl Gauge {
             }
             LAST_COUNT.set((generation, count));
         }
-        self.estimate()
     }
 
     /// Takes a new figure.
@@ -258,10 +274,16 @@ impl Eviction {
     }
 
     /// Applies `maxmemory`, `maxmemory-policy` and `maxmemory-samples`.
+    /// Sets the limit, the policy and the samples. Returns once an eviction under
+    /// the old settings has stopped (it checks the limit before each key), so
+    /// that after CONFIG SET maxmemory no key goes for the old limit, as in Redis,
+    /// where the command and the eviction share one thread. The wait is bounded:
+    /// a caller holding something an eviction needs cannot deadlock on it.
     pub fn configure(&self, maxmemory: u64, policy: MaxmemoryPolicy, samples: u32) {
         self.policy.store(policy.encode(), Ordering::Relaxed);
         self.samples.store(samples.max(1), Ordering::Relaxed);
         self.maxmemory.store(maxmemory, Ordering::Relaxed);
+        drop(self.pool.try_lock_for(Duration::from_millis(100)));
     }
 
     /// Whether a limit is set.
@@ -331,7 +353,34 @@ pub fn perform_evictions(server: &dyn Server, ks: &Keyspace, now_ms: u64) -> Evi
     if used <= max {
         return Evict::Ok;
     }
-    let (pool, seed) = &mut *guard;
+    let result = evict_until(
+        server,
+        ks,
+        ev,
+        &mut guard,
+        (policy, volatile),
+        max,
+        used,
+        now_ms,
+    );
+    ev.gauge.report(server.thread_allocated());
+    result
+}
+
+/// [`perform_evictions`]' loop, with the pool held: evicts until `used - max`
+/// bytes are freed, the time budget is spent or the limit changes.
+#[allow(clippy::too_many_arguments)]
+fn evict_until(
+    server: &dyn Server,
+    ks: &Keyspace,
+    ev: &Eviction,
+    guard: &mut (Pool, u64),
+    (policy, volatile): (Policy, bool),
+    max: u64,
+    used: u64,
+    now_ms: u64,
+) -> Evict {
+    let (pool, seed) = guard;
     pool.use_policy(policy, volatile);
     let mut rng = move || xorshift(seed);
     let samples = ev.samples.load(Ordering::Relaxed) as usize;
@@ -341,6 +390,10 @@ pub fn perform_evictions(server: &dyn Server, ks: &Keyspace, now_ms: u64) -> Evi
     let mut evicted = 0u64;
     let mut stale_retries = 0;
     while freed < to_free {
+        if ev.maxmemory() != max {
+            // CONFIG SET changed the limit: the next call evicts for the new one.
+            return Evict::Running;
+        }
         let candidate = if policy == Policy::Random {
             random_candidate(ks, volatile, now_ms, &mut rng)
         } else {
@@ -348,7 +401,20 @@ pub fn perform_evictions(server: &dyn Server, ks: &Keyspace, now_ms: u64) -> Evi
             pool.pop_best()
         };
         let Some(candidate) = candidate else {
-            return Evict::Fail;
+            // Nothing left to evict. The figure may be an estimate that frees
+            // elsewhere have not reached yet: after evicting, or once a
+            // millisecond, the refusal rests on a fresh reading.
+            let at = ev.gauge.at_ms.load(Ordering::Relaxed);
+            if evicted > 0 || at != now_ms {
+                ev.gauge.report(server.thread_allocated());
+                ev.gauge.at_ms.store(now_ms, Ordering::Relaxed);
+                ev.gauge.set(server.memory_for_eviction());
+            }
+            return if ev.gauge.estimate() <= max {
+                Evict::Ok
+            } else {
+                Evict::Fail
+            };
         };
         // A candidate used since it was sampled goes back with its new score, unless
         // it is still the best (a few times at most, so stale pools cannot loop).
@@ -701,5 +767,27 @@ mod tests {
         // A new reading starts over: earlier counts are in it.
         assert_eq!(g.used(10_000 + REFRESH_MS, || 5000, Some(50_100)), 5000);
         assert_eq!(g.used(10_000 + REFRESH_MS, read, Some(50_150)), 5050);
+    }
+
+    /// What an eviction freed is in the figure other threads see as soon as it
+    /// reports, not at its thread's next command: until then another thread found
+    /// memory still over the limit by as much, and evicted it again.
+    #[test]
+    fn an_eviction_s_frees_reach_the_other_threads_when_it_reports() {
+        let g = Gauge::default();
+        let read = || 1000;
+        let on_other_thread = |now_ms, count| {
+            std::thread::scope(|s| {
+                s.spawn(|| g.used(now_ms, read, Some(count)))
+                    .join()
+                    .unwrap()
+            })
+        };
+        assert_eq!(g.used(10_000, read, Some(8_000)), 1000);
+        assert_eq!(on_other_thread(10_000, 70), 1000);
+        // This thread evicts 400 bytes: its count falls, and it reports.
+        g.report(Some(7_600));
+        assert_eq!(on_other_thread(10_001, 70), 600);
+        assert_eq!(g.used(10_001, read, Some(7_600)), 600);
     }
 }

@@ -261,39 +261,66 @@ fn is_pop(name: &[u8]) -> bool {
 fn pop_count(argv: &[&[u8]]) -> Option<u64> {
     match argv {
         [_, _] => Some(1),
-        // Written as Redis writes it back: no sign, no leading zero.
-        [_, _, count] => std::str::from_utf8(count)
-            .ok()?
-            .parse::<u64>()
-            .ok()
-            .filter(|&n| n > 0 && n.to_string().as_bytes() == *count),
+        [_, _, count] => plain_count(count),
         _ => None,
     }
 }
 
+/// `digits` as a positive count written as Redis writes it back: digits only, no
+/// sign, no leading zero (`None` otherwise, or past `u64`).
+fn plain_count(digits: &[u8]) -> Option<u64> {
+    if digits.first().is_none_or(|&d| d == b'0') {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &d| {
+        d.is_ascii_digit()
+            .then(|| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+            .flatten()
+    })
+}
+
 /// Merges the pop `next` (a command's arguments) into the pop `prev` from the same
-/// end of the same list: `prev` becomes one pop of both counts.
+/// end of the same list: `prev` becomes one pop of both counts. In place: its count
+/// (after the key, or none for one) is rewritten, with nothing allocated, as a
+/// pipeline's run of pops calls this once a command.
 fn merge_pops(prev: &mut Vec<u8>, next: &[&[u8]]) -> bool {
     let [name, key, ..] = next else {
         return false;
     };
-    if !is_pop(name) {
+    let Some(b) = pop_count(next) else {
+        return false;
+    };
+    let Some(p) = op_head(prev) else {
+        return false;
+    };
+    if !(is_pop(p.name) && p.name.eq_ignore_ascii_case(name) && p.key == *key) {
         return false;
     }
-    let Ok(Some(old)) = op_args(prev) else {
+    let (args_at, count_at) = (p.args_at, p.rest_at);
+    let a = match p.count {
+        2 if count_at == prev.len() => 1,
+        3 => {
+            let mut at = count_at;
+            match read_arg(prev, &mut at) {
+                Ok(count) if at == prev.len() => match plain_count(count) {
+                    Some(a) => a,
+                    None => return false,
+                },
+                _ => return false,
+            }
+        }
+        _ => return false,
+    };
+    let Some(total) = a.checked_add(b) else {
         return false;
     };
-    let (Some(a), Some(b)) = (pop_count(&old), pop_count(next)) else {
-        return false;
-    };
-    let same = old.first().is_some_and(|n| n.eq_ignore_ascii_case(name)) && old.get(1) == Some(key);
-    let Some(total) = a.checked_add(b).filter(|_| same) else {
-        return false;
-    };
-    let total = total.to_string();
-    let merged = encode_op(&[old[0], key, total.as_bytes()]);
-    drop(old);
-    *prev = merged;
+    prev.truncate(count_at);
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(total).as_bytes();
+    put_varint(prev, digits.len() as u64);
+    prev.extend_from_slice(digits);
+    // Two arguments or three: the count's varint is one byte either way.
+    set_count(prev, args_at, 3);
     true
 }
 
@@ -711,6 +738,18 @@ mod tests {
         let mut push = op(&["LPUSH", "k", "a"]);
         assert!(!append_args(&mut push, &[b"LPOP", b"k"]));
         assert!(!merge_ops(&mut prev, &op(&["LPUSH", "k", "a"])));
+
+        // Counts rewritten in place: across a digit, up to u64's end and not past
+        // it; the result is the op a pop of the total encodes to.
+        let mut prev = op(&["RPOP", "list", "9"]);
+        assert!(append_args(&mut prev, &[b"RPOP", b"list"]));
+        assert_eq!(prev, op(&["RPOP", "list", "10"]));
+        let rest = (u64::MAX - 10).to_string();
+        assert!(append_args(&mut prev, &[b"rpop", b"list", rest.as_bytes()]));
+        let full = op(&["RPOP", "list", &u64::MAX.to_string()]);
+        assert_eq!(prev, full);
+        assert!(!append_args(&mut prev, &[b"RPOP", b"list"]));
+        assert_eq!(prev, full);
     }
 
     #[test]

@@ -84,7 +84,13 @@ pub fn encode_op<B: AsRef<[u8]>>(argv: &[B]) -> Vec<u8> {
     out
 }
 
+#[inline]
 fn put_varint(out: &mut Vec<u8>, n: u64) {
+    // Most lengths (a field, a member, a short value) take one byte.
+    if n < 0x80 {
+        out.push(n as u8);
+        return;
+    }
     let (bytes, len) = varint(n);
     out.extend_from_slice(&bytes[..len]);
 }

@@ -273,9 +273,8 @@ impl Eviction {
         }
     }
 
-    /// Applies `maxmemory`, `maxmemory-policy` and `maxmemory-samples`.
-    /// Sets the limit, the policy and the samples. Returns once an eviction under
-    /// the old settings has stopped (it checks the limit before each key), so
+    /// Applies `maxmemory`, `maxmemory-policy` and `maxmemory-samples`. Returns once
+    /// an eviction under the old settings has stopped (it checks the limit before each key), so
     /// that after CONFIG SET maxmemory no key goes for the old limit, as in Redis,
     /// where the command and the eviction share one thread. The wait is bounded:
     /// a caller holding something an eviction needs cannot deadlock on it.

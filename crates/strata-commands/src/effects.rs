@@ -264,7 +264,7 @@ fn is_pop(name: &[u8]) -> bool {
 }
 
 /// How many elements a pop's arguments take (`None` unless a plain positive count).
-fn pop_count(argv: &[&[u8]]) -> Option<u64> {
+fn pop_count(argv: &[&[u8]]) -> Option<i64> {
     match argv {
         [_, _] => Some(1),
         [_, _, count] => plain_count(count),
@@ -272,17 +272,11 @@ fn pop_count(argv: &[&[u8]]) -> Option<u64> {
     }
 }
 
-/// `digits` as a positive count written as Redis writes it back: digits only, no
-/// sign, no leading zero (`None` otherwise, or past `u64`).
-fn plain_count(digits: &[u8]) -> Option<u64> {
-    if digits.first().is_none_or(|&d| d == b'0') {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |n, &d| {
-        d.is_ascii_digit()
-            .then(|| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
-            .flatten()
-    })
+/// `digits` as a positive count written as Redis writes it back (no sign, no
+/// leading zero), parsed as the pop's replay parses it: within `i64`, so a merged
+/// count never outgrows what replays.
+fn plain_count(digits: &[u8]) -> Option<i64> {
+    crate::parse::int(digits).ok().filter(|&n| n > 0)
 }
 
 /// Merges the pop `next` (a command's arguments) into the pop `prev` from the same
@@ -745,14 +739,15 @@ mod tests {
         assert!(!append_args(&mut push, &[b"LPOP", b"k"]));
         assert!(!merge_ops(&mut prev, &op(&["LPUSH", "k", "a"])));
 
-        // Counts rewritten in place: across a digit, up to u64's end and not past
-        // it; the result is the op a pop of the total encodes to.
+        // Counts rewritten in place: across a digit, up to the end of what a pop's
+        // count may be when replayed (an i64) and not past it; the result is the
+        // op a pop of the total encodes to.
         let mut prev = op(&["RPOP", "list", "9"]);
         assert!(append_args(&mut prev, &[b"RPOP", b"list"]));
         assert_eq!(prev, op(&["RPOP", "list", "10"]));
-        let rest = (u64::MAX - 10).to_string();
+        let rest = (i64::MAX - 10).to_string();
         assert!(append_args(&mut prev, &[b"rpop", b"list", rest.as_bytes()]));
-        let full = op(&["RPOP", "list", &u64::MAX.to_string()]);
+        let full = op(&["RPOP", "list", &i64::MAX.to_string()]);
         assert_eq!(prev, full);
         assert!(!append_args(&mut prev, &[b"RPOP", b"list"]));
         assert_eq!(prev, full);

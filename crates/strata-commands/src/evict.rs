@@ -200,6 +200,18 @@ impl Gauge {
         }
     }
 
+    /// Whether the last figure was read before `now_ms`.
+    fn read_before(&self, now_ms: u64) -> bool {
+        self.at_ms.load(Ordering::Relaxed) != now_ms
+    }
+
+    /// Takes `v`, read at `now_ms`, as the new figure (the next periodic reading
+    /// is due [`REFRESH_MS`] after it).
+    fn read_now(&self, now_ms: u64, v: u64) {
+        self.at_ms.store(now_ms, Ordering::Relaxed);
+        self.set(v);
+    }
+
     /// Takes a new figure.
     pub fn set(&self, v: u64) {
         // Generations are unique across gauges, as the threads' reports are shared.
@@ -274,10 +286,10 @@ impl Eviction {
     }
 
     /// Applies `maxmemory`, `maxmemory-policy` and `maxmemory-samples`. Returns once
-    /// an eviction under the old settings has stopped (it checks the limit before each key), so
-    /// that after CONFIG SET maxmemory no key goes for the old limit, as in Redis,
-    /// where the command and the eviction share one thread. The wait is bounded:
-    /// a caller holding something an eviction needs cannot deadlock on it.
+    /// an eviction under the old settings has stopped (it checks the limit before
+    /// each key), so that after CONFIG SET maxmemory no key goes for the old limit,
+    /// as in Redis, where the command and the eviction share one thread. The wait
+    /// is bounded: a caller holding something an eviction needs cannot deadlock.
     pub fn configure(&self, maxmemory: u64, policy: MaxmemoryPolicy, samples: u32) {
         self.policy.store(policy.encode(), Ordering::Relaxed);
         self.samples.store(samples.max(1), Ordering::Relaxed);
@@ -403,11 +415,9 @@ fn evict_until(
             // Nothing left to evict. The figure may be an estimate that frees
             // elsewhere have not reached yet: after evicting, or once a
             // millisecond, the refusal rests on a fresh reading.
-            let at = ev.gauge.at_ms.load(Ordering::Relaxed);
-            if evicted > 0 || at != now_ms {
+            if evicted > 0 || ev.gauge.read_before(now_ms) {
                 ev.gauge.report(server.thread_allocated());
-                ev.gauge.at_ms.store(now_ms, Ordering::Relaxed);
-                ev.gauge.set(server.memory_for_eviction());
+                ev.gauge.read_now(now_ms, server.memory_for_eviction());
             }
             return if ev.gauge.estimate() <= max {
                 Evict::Ok

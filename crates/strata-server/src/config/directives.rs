@@ -1114,12 +1114,16 @@ static DIRECTIVES: &[Directive] = &[
         mutability: Immutable,
         summary: "The number of threads serving connections and running commands \
                   (strata's meaning; in Redis it only counts socket I/O threads); \
-                  defaults to the number of CPUs, at most 128.",
+                  defaults to the number of CPUs, at most 128, or to 1 under \
+                  appendonly yes with appendfsync always.",
         kind: Kind::Int {
             min: 1,
             max: 128,
             get: |c| widen(c.io_threads),
-            set: |c, v| narrow(&mut c.io_threads, v),
+            set: |c, v| {
+                c.io_threads_auto = false;
+                narrow(&mut c.io_threads, v)
+            },
         },
     },
     Directive {
@@ -1353,6 +1357,9 @@ mod tests {
             }
             .unwrap_or_else(|e| panic!("{}: {e}", d.name));
         }
+        // Giving `io-threads`, even its default value, keeps it whatever `appendfsync`.
+        assert!(!config.io_threads_auto);
+        config.io_threads_auto = true;
         assert_eq!(config, defaults);
     }
 

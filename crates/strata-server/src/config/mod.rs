@@ -340,9 +340,12 @@ pub struct Config {
     /// `enable-debug-command`: no.
     pub enable_debug_command: ProtectedAction,
     /// `io-threads`: the number of threads serving connections and running commands,
-    /// by default the number of CPUs (at most 128). Redis's default is 1 and its threads
-    /// only move socket bytes.
+    /// by default the number of CPUs (at most 128), or 1 when the server starts with
+    /// `appendonly yes` and `appendfsync always` (see [`Config::resolve_io_threads`]).
+    /// Redis's default is 1 and its threads only move socket bytes.
     pub io_threads: usize,
+    /// Whether `io_threads` is the default, not given by a directive.
+    pub io_threads_auto: bool,
     /// `sched-policy` (strata only): `batch` — the threads' wake-ups do not
     /// preempt the thread running on their CPU, so fewer context switches where the
     /// server shares its CPUs (see [`SchedPolicy`]). Applied at start-up, on Linux.
@@ -454,6 +457,7 @@ impl Default for Config {
             pubsub_max_subscriptions_per_client: 0,
             enable_debug_command: ProtectedAction::No,
             io_threads: cpus.clamp(1, 128),
+            io_threads_auto: true,
             sched_policy: SchedPolicy::Batch,
             shards: 256,
             hash_max_listpack_entries: 512,
@@ -553,6 +557,23 @@ impl Config {
     pub fn conflict(&self) -> Option<&'static str> {
         (self.maxmemory_policy == MaxmemoryPolicy::Tiered && !self.appendonly)
             .then_some(TIERED_NEEDS_LOG)
+    }
+
+    /// Settles a default `io-threads` once the configuration is read: one thread when
+    /// the server starts with `appendonly yes` and `appendfsync always`. There the
+    /// fsync, not the CPU, bounds throughput, and one thread serves every ready
+    /// connection before it sleeps, so one fsync covers them all, as in Redis's
+    /// event loop; with two, each woken connection moves to whichever thread is
+    /// free, and the idle worker is woken over and over to steal. Measured on two
+    /// CPUs beside the client (docs/BENCHMARKS.md, "One I/O thread under
+    /// `appendfsync always`"), SET, INCR and LPUSH: one client 0.77–0.85 → 0.98–1.02
+    /// of Redis, 50 clients 0.77–0.88 → 0.91–1.03, `-P 16` 1.09–1.27 → 1.13–1.31. A
+    /// given `io-threads` is kept, and CONFIG SET appendfsync later does not change
+    /// the count.
+    pub fn resolve_io_threads(&mut self) {
+        if self.io_threads_auto && self.appendonly && self.appendfsync == Appendfsync::Always {
+            self.io_threads = 1;
+        }
     }
 
     /// The value of the directive called `name` (or its alias, ignoring case) as CONFIG

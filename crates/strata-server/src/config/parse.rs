@@ -260,7 +260,8 @@ impl Loader {
         Ok(())
     }
 
-    pub(crate) fn finish(self) -> Config {
+    pub(crate) fn finish(mut self) -> Config {
+        self.config.resolve_io_threads();
         self.config
     }
 }
@@ -772,6 +773,33 @@ mod tests {
             source.to_string(),
             "no configuration file given, using the defaults and 3 command-line directives"
         );
+    }
+
+    #[test]
+    fn io_threads_default_to_one_under_appendfsync_always() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let threads = |args: &[&str]| serve(args).0.io_threads;
+        assert_eq!(threads(&[]), cpus.clamp(1, 128));
+        assert_eq!(threads(&["--appendfsync", "always"]), 1);
+        assert_eq!(threads(&["--appendfsync", "everysec"]), cpus.clamp(1, 128));
+        // Without the log, `always` makes no fsync.
+        assert_eq!(
+            threads(&["--appendonly", "no", "--appendfsync", "always"]),
+            cpus.clamp(1, 128)
+        );
+        // A count given is kept, before or after the directive.
+        assert_eq!(
+            threads(&["--io-threads", "3", "--appendfsync", "always"]),
+            3
+        );
+        assert_eq!(
+            threads(&["--appendfsync", "always", "--io-threads", "2"]),
+            2
+        );
+        let (config, _) = serve(&["--appendfsync", "always"]);
+        assert!(config.io_threads_auto);
+        assert_eq!(config.get("io-threads").as_deref(), Some("1"));
+        assert!(!serve(&["--io-threads", "1"]).0.io_threads_auto);
     }
 
     #[test]

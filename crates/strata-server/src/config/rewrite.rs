@@ -75,7 +75,10 @@ pub fn rewritten(old: &str, config: &Config) -> String {
         }
     }
     for d in directives::all() {
-        if written.contains(&d.name) || d.render(config) == d.render(&defaults) {
+        // A default settled at start-up (`Config::resolve_io_threads`) is not
+        // written: at the next start it follows that start's configuration.
+        let settled = d.name == "io-threads" && config.io_threads_auto;
+        if written.contains(&d.name) || settled || d.render(config) == d.render(&defaults) {
             continue;
         }
         if !marker {
@@ -133,5 +136,21 @@ mod tests {
         assert!(new.contains("\nrequirepass \"a b\"\n"));
         // Rewriting again changes nothing.
         assert_eq!(rewritten(&new, &config), new);
+    }
+
+    #[test]
+    fn a_settled_io_threads_default_is_not_written() {
+        let mut config = Config {
+            appendfsync: crate::config::Appendfsync::Always,
+            io_threads: 1,
+            ..Config::default()
+        };
+        let new = rewritten("", &config);
+        assert!(new.contains("\nappendfsync always\n"), "{new}");
+        assert!(!new.contains("io-threads"), "{new}");
+        // One given is written, like any other directive that differs.
+        config.io_threads = 200;
+        config.io_threads_auto = false;
+        assert!(rewritten("", &config).contains("\nio-threads 200\n"));
     }
 }

@@ -145,6 +145,14 @@ fn every_type_survives_clean_and_unclean_restarts() {
     let args = ["--appendfsync", "always"];
     let mut server = strata_in(dir.path(), &args);
     let mut conn = server.redis();
+    // Under `always`, one I/O thread unless `io-threads` is given.
+    let threads: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("io-threads")
+        .query(&mut conn)
+        .expect("config get");
+    assert_eq!(threads, ["io-threads", "1"]);
+    assert_eq!(info_field(&mut conn, "server", "io_threads_active"), "0");
     write_everything(&mut conn);
     let before = dataset(&mut conn);
     assert!(before.contains_key(&(4, b"in3".to_vec())), "{before:?}");

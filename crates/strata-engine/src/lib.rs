@@ -103,6 +103,7 @@ pub mod error;
 pub mod hint;
 pub mod index;
 pub mod keydir;
+mod lock;
 pub mod log;
 pub mod merge;
 pub mod options;

@@ -54,6 +54,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::hint::HintBuilder;
+use crate::lock::Lock;
 use crate::options::{FsyncPolicy, LogOptions};
 use crate::record::{self, DecodeError, Kind};
 use crate::segment::{Location, SEGMENT_HEADER_LEN, SegmentId};
@@ -202,11 +203,11 @@ pub(crate) struct Shared {
     options: LogOptions,
     vfs: Arc<dyn Vfs>,
     segments: RwLock<BTreeMap<SegmentId, Arc<SegmentFile>>>,
-    writer: Mutex<Writer>,
-    tail: Mutex<Tail>,
+    writer: Lock<Writer>,
+    tail: Lock<Tail>,
     /// The flush lock (see the `writer` module), with the buffer its holder writes
     /// out: kept between flushes so that swapping buffers allocates nothing.
-    flush: Mutex<Vec<u8>>,
+    flush: Lock<Vec<u8>>,
     /// Every byte below this log sequence number has been handed to the file.
     flushed_lsn: AtomicU64,
     /// Id of the active segment, readable without the writer lock.

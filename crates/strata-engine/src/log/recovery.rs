@@ -202,9 +202,9 @@ pub(super) fn open(
 
     Ok(Shared {
         dir: dir.to_path_buf(),
-        writer: Mutex::new(Writer::new(active.clone(), options.writeback_step())),
-        tail: Mutex::new(Tail::new(active)),
-        flush: Mutex::new(Vec::new()),
+        writer: crate::lock::Lock::new(Writer::new(active.clone(), options.writeback_step())),
+        tail: crate::lock::Lock::new(Tail::new(active)),
+        flush: crate::lock::Lock::new(Vec::new()),
         flushed_lsn: AtomicU64::new(0),
         active_id: AtomicU64::new(active_id.0),
         options,

@@ -8,7 +8,7 @@
 //! taken by every I/O thread for every pipelined batch. With the log's writer,
 //! tail and flush locks under it, pipelined writes under `appendfsync everysec`
 //! from 50 clients (`-P 16`, two I/O threads) ran 6–18% faster (docs/BENCHMARKS.md,
-//! "The log's locks without yields").
+//! "The locks without yields").
 //!
 //! A panic while the lock is held does not poison it for the others, as with
 //! `parking_lot`: the log's own state records a failed write (it is poisoned

@@ -11,7 +11,7 @@
 //!   lock is held across I/O (there is no I/O here).
 //! - A hash computed with [`Keyspace::hash`] is valid in every shard and database.
 
-use parking_lot::{Mutex, MutexGuard};
+use crate::lock::{Mutex, MutexGuard};
 
 use crate::KeyHasher;
 use std::sync::Arc;

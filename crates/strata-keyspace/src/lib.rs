@@ -27,6 +27,7 @@ pub mod glob;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod lock;
 pub mod logref;
 mod marks;
 pub mod pack;

@@ -173,7 +173,7 @@ impl StoreIndex {
     /// the map must not change either.
     pub fn switch(
         &self,
-        shards: &mut [parking_lot::MutexGuard<'_, strata_keyspace::Shard>],
+        shards: &mut [strata_keyspace::lock::MutexGuard<'_, strata_keyspace::Shard>],
         relist: bool,
     ) {
         let map = self.map.load_full();

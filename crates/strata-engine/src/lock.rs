@@ -18,7 +18,6 @@
 use std::sync::{MutexGuard, PoisonError};
 
 /// A mutual-exclusion lock that never yields the processor while it waits.
-#[derive(Debug, Default)]
 pub(crate) struct Lock<T>(std::sync::Mutex<T>);
 
 impl<T> Lock<T> {

@@ -28,6 +28,7 @@ use super::writer::{self, Tail, Writer};
 use super::{SegmentFile, Shared, SyncState, Wake};
 use crate::error::{Error, Result};
 use crate::hint;
+use crate::lock::Lock;
 use crate::options::LogOptions;
 use crate::record::Kind;
 use crate::segment::{
@@ -202,9 +203,9 @@ pub(super) fn open(
 
     Ok(Shared {
         dir: dir.to_path_buf(),
-        writer: crate::lock::Lock::new(Writer::new(active.clone(), options.writeback_step())),
-        tail: crate::lock::Lock::new(Tail::new(active)),
-        flush: crate::lock::Lock::new(Vec::new()),
+        writer: Lock::new(Writer::new(active.clone(), options.writeback_step())),
+        tail: Lock::new(Tail::new(active)),
+        flush: Lock::new(Vec::new()),
         flushed_lsn: AtomicU64::new(0),
         active_id: AtomicU64::new(active_id.0),
         options,

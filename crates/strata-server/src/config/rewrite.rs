@@ -149,8 +149,8 @@ mod tests {
         assert!(new.contains("\nappendfsync always\n"), "{new}");
         assert!(!new.contains("io-threads"), "{new}");
         // One given is written, like any other directive that differs.
-        config.io_threads = 200;
+        config.io_threads = 3;
         config.io_threads_auto = false;
-        assert!(rewritten("", &config).contains("\nio-threads 200\n"));
+        assert!(rewritten("", &config).contains("\nio-threads 3\n"));
     }
 }

@@ -324,6 +324,9 @@ async fn run(
         info.qbuf.store(inbuf.len(), Ordering::Relaxed);
         info.qbuf_free
             .store(inbuf.capacity() - inbuf.len(), Ordering::Relaxed);
+        if !out.is_empty() {
+            state.turn.end().await;
+        }
         wait_durable(state, &mut durable).await?;
         if !flush(state, stream, &info, &wake, &mut out).await? || close {
             return Ok(());

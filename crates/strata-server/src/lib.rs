@@ -22,6 +22,7 @@ pub mod sched;
 pub mod state;
 pub mod stats;
 pub mod tls;
+pub mod turn;
 
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -84,12 +85,14 @@ pub fn run(
 }
 
 /// What an I/O thread does when it has run every task it had, before it waits for
-/// sockets (Redis's `beforeSleep`): under `appendfsync always`, the fsync that makes
-/// the writes of the connections it served durable.
+/// sockets (Redis's `beforeSleep`): the log's write (and under `appendfsync always`
+/// the fsync) for the connections it served, then the end of the turn, which lets
+/// their replies go out (see [`turn`]).
 fn before_sleep(state: &ServerState) {
     if let Some(p) = state.persist.load().as_ref() {
         p.sync_before_sleep();
     }
+    state.turn.finish();
 }
 
 /// Applies a new log level name at run time (CONFIG SET loglevel).
@@ -130,9 +133,14 @@ async fn serve_started(
         anyhow::bail!("Configured to not listen anywhere, exiting.");
     }
     let port = config.port;
+    let one_thread = config.io_threads <= 1;
     let state = ServerState::new(config, source);
     if let Some(started) = started {
         let _ = started.set(state.clone());
+        // The hook that ends the turns is this runtime's (see `turn`).
+        if one_thread {
+            state.turn.enable();
+        }
     }
     access::load_users(&state)?;
     *state.on_loglevel.lock() = on_loglevel;

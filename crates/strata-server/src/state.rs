@@ -73,6 +73,8 @@ pub struct ServerState {
     pub eviction: strata_commands::evict::Eviction,
     /// What `maxmemory-policy tiered` has read back and found in memory.
     pub tiered: strata_commands::tiered::TieredStats,
+    /// Replies held to the end of the I/O thread's turn.
+    pub turn: crate::turn::Turn,
 }
 
 pub use crate::clock::unix_ms;
@@ -145,6 +147,7 @@ impl ServerState {
             scripting: Default::default(),
             eviction: strata_commands::evict::Eviction::new(),
             tiered: Default::default(),
+            turn: Default::default(),
         })
         .with_settings_applied()
     }
@@ -629,7 +632,9 @@ impl Server for ServerState {
 fn blocking<R>(f: impl FnOnce() -> R) -> R {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
+            let result = tokio::task::block_in_place(f);
+            crate::turn::left_turn();
+            result
         }
         _ => f(),
     }

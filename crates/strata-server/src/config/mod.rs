@@ -340,9 +340,10 @@ pub struct Config {
     /// `enable-debug-command`: no.
     pub enable_debug_command: ProtectedAction,
     /// `io-threads`: the number of threads serving connections and running commands,
-    /// by default the number of CPUs (at most 128), or 1 when the server starts with
-    /// `appendonly yes` and `appendfsync always` (see [`Config::resolve_io_threads`]).
-    /// Redis's default is 1 and its threads only move socket bytes.
+    /// by default the number of CPUs (at most 128) but 1 on a machine of one or two
+    /// (see [`default_io_threads`]), and 1 when the server starts with `appendonly
+    /// yes` and `appendfsync always` (see [`Config::resolve_io_threads`]). Redis's
+    /// default is 1 and its threads only move socket bytes.
     pub io_threads: usize,
     /// Whether `io_threads` is the default, not given by a directive.
     pub io_threads_auto: bool,
@@ -390,6 +391,18 @@ impl Config {
             list_max_listpack_size: self.list_max_listpack_size,
         }
     }
+}
+
+/// The default `io-threads` on a machine of `cpus` CPUs: one each, at most 128, but
+/// one on a machine of two. There the clients (a benchmark on the same host), the
+/// syncer and compaction need the other CPU, and one thread holds every
+/// connection's replies to the end of its turn (`crate::turn`), which it can only
+/// do alone: measured on two CPUs beside redis-benchmark (docs/BENCHMARKS.md,
+/// "Replies at the end of the turn"), one thread served 50 clients with `-P 16`
+/// at 1.19–1.81 of Redis against two threads' 1.09–1.51, and unpipelined clients
+/// as well as two did.
+pub fn default_io_threads(cpus: usize) -> usize {
+    if cpus <= 2 { 1 } else { cpus.min(128) }
 }
 
 impl Default for Config {
@@ -456,7 +469,7 @@ impl Default for Config {
             lua_memory_limit: 256 << 20,
             pubsub_max_subscriptions_per_client: 0,
             enable_debug_command: ProtectedAction::No,
-            io_threads: cpus.clamp(1, 128),
+            io_threads: default_io_threads(cpus),
             io_threads_auto: true,
             sched_policy: SchedPolicy::Batch,
             shards: 256,
@@ -775,7 +788,8 @@ mod tests {
             assert_eq!(config.get(name).as_deref(), Some(value), "{name}");
         }
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        assert_eq!(config.io_threads, cpus.clamp(1, 128));
+        assert_eq!(config.io_threads, default_io_threads(cpus));
+        assert_eq!([1, 2, 3, 8, 500].map(default_io_threads), [1, 1, 3, 8, 128]);
         // CONFIG GET * lists aliases too, as Redis 7.0 does.
         let names: usize = directives::all().iter().map(|d| d.names().count()).sum();
         assert_eq!(get(&config, &["*"]).len(), names);

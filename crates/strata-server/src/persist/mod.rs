@@ -1036,13 +1036,21 @@ impl Persistence {
     }
 
     /// Under `appendfsync always`, makes every batch appended so far durable and
-    /// wakes the connections waiting for it. The I/O threads call it before they
-    /// wait for sockets, as Redis fsyncs before its event loop sleeps: by then the
-    /// thread has run every connection that was ready, so one fsync covers them all
-    /// and their replies go out together.
+    /// wakes the connections waiting for it; otherwise hands the log's buffered
+    /// records to the operating system. The I/O threads call it before they wait
+    /// for sockets, as Redis writes and fsyncs its log before its event loop
+    /// sleeps: by then the thread has run every connection that was ready, so one
+    /// fsync (or write) covers them all and their replies go out together.
     pub fn sync_before_sleep(&self) {
-        if self.fsync() == Appendfsync::Always && !self.fully_synced() {
-            self.sync_in_turn();
+        if self.fsync() == Appendfsync::Always {
+            if !self.fully_synced() {
+                self.sync_in_turn();
+            }
+        } else {
+            // One write for the whole turn, which the replies held to its end
+            // (`crate::turn`) would otherwise make one connection at a time. A
+            // failure is recorded; each connection's own flush then reports it.
+            let _ = self.flush_to(self.appended());
         }
     }
 
@@ -1558,6 +1566,29 @@ mod tests {
                 .expect("task");
         });
         assert_eq!(p.syncs(), 1, "one fsync for the 64 batches of one turn");
+        p.close().expect("closed");
+    }
+
+    /// Under `everysec` the hook before a thread sleeps writes the log once for
+    /// the turn: the records of every batch appended reach the operating system,
+    /// and the connections' own flushes then find nothing left to write.
+    #[test]
+    fn the_hook_writes_the_log_once_for_a_turn_under_everysec() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let p = open_with(dir.path(), Appendfsync::Everysec);
+        let mut located = strata_commands::effects::Located::new();
+        let mut last = 0;
+        for i in 0..8 {
+            let record = put(0, &format!("k{i}"), b"v");
+            last = p
+                .log(&[record], 1, &mut located)
+                .expect("logged")
+                .expect("n");
+        }
+        assert!(p.flushed.load(Ordering::Acquire) < last);
+        p.sync_before_sleep();
+        assert_eq!(p.flushed.load(Ordering::Acquire), last);
+        assert_eq!(p.syncs(), 0, "no fsync under everysec");
         p.close().expect("closed");
     }
 

@@ -140,13 +140,19 @@ fn many_connections_at_once() {
 
 /// Clients pipelining onto the same keys from both I/O threads, which take turns
 /// on the keys' shards (a command that finds its shard held spins, then waits in
-/// the mutex). Nothing may be lost, run twice, or answered out of order.
+/// the mutex), and from one, which holds every connection's replies to the end of
+/// its turn. Nothing may be lost, run twice, or answered out of order.
 #[test]
 fn pipelines_onto_one_key_from_many_clients_run_in_order() {
+    pipelines_onto_one_key_run_in_order("2");
+    pipelines_onto_one_key_run_in_order("1");
+}
+
+fn pipelines_onto_one_key_run_in_order(io_threads: &str) {
     const CLIENTS: usize = 8;
     const ROUNDS: usize = 40;
     const DEPTH: usize = 25;
-    let server = strata(&["--io-threads", "2"]);
+    let server = strata(&["--io-threads", io_threads]);
     let workers: Vec<_> = (0..CLIENTS)
         .map(|t| {
             let mut c = server.client();

@@ -872,3 +872,46 @@ fn interpreter_memory_is_bounded() {
         Value::Integer(1000)
     );
 }
+
+/// A script runs in `block_in_place`, which hands the I/O thread's place to
+/// another thread while it runs; the connection goes on where the script ran. With
+/// one I/O thread, whose replies wait for the end of its turn, a request run there
+/// after the script once waited until other traffic woke the new I/O thread (a
+/// 3-second stall every few rounds of this loop). Every reply must come at once.
+#[test]
+fn requests_after_a_script_are_answered_at_once() {
+    let server = strata(&["--io-threads", "1"]);
+    let mut conn = server.redis();
+    conn.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("read timeout");
+    let set = "return redis.call('set', KEYS[1], ARGV[1])";
+    let del = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+    for round in 0..1000 {
+        let started = Instant::now();
+        let _: String = redis::cmd("EVAL")
+            .arg(set)
+            .arg(1)
+            .arg("lock")
+            .arg(round)
+            .query(&mut conn)
+            .unwrap_or_else(|e| panic!("round {round}: EVAL: {e}"));
+        let deleted: i64 = redis::cmd("EVAL")
+            .arg(del)
+            .arg(1)
+            .arg("lock")
+            .arg(round)
+            .query(&mut conn)
+            .unwrap_or_else(|e| panic!("round {round}: EVAL: {e}"));
+        assert_eq!(deleted, 1);
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg("lock")
+            .query(&mut conn)
+            .unwrap_or_else(|e| panic!("round {round}: EXISTS: {e}"));
+        assert_eq!(exists, 0);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "round {round} took {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -91,6 +91,9 @@ pub fn run(
 fn before_sleep(state: &ServerState) {
     if let Some(p) = state.persist.load().as_ref() {
         p.sync_before_sleep();
+        if state.turn.enabled() {
+            p.flush_before_sleep();
+        }
     }
     state.turn.finish();
 }

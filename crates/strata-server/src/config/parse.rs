@@ -778,15 +778,15 @@ mod tests {
     #[test]
     fn io_threads_default_to_one_under_appendfsync_always() {
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        let cpus = crate::config::default_io_threads(cpus);
+        let default = crate::config::default_io_threads(cpus);
         let threads = |args: &[&str]| serve(args).0.io_threads;
-        assert_eq!(threads(&[]), cpus);
+        assert_eq!(threads(&[]), default);
         assert_eq!(threads(&["--appendfsync", "always"]), 1);
-        assert_eq!(threads(&["--appendfsync", "everysec"]), cpus);
+        assert_eq!(threads(&["--appendfsync", "everysec"]), default);
         // Without the log, `always` makes no fsync.
         assert_eq!(
             threads(&["--appendonly", "no", "--appendfsync", "always"]),
-            cpus
+            default
         );
         // A count given is kept, before or after the directive.
         assert_eq!(

@@ -1036,22 +1036,23 @@ impl Persistence {
     }
 
     /// Under `appendfsync always`, makes every batch appended so far durable and
-    /// wakes the connections waiting for it; otherwise hands the log's buffered
-    /// records to the operating system. The I/O threads call it before they wait
-    /// for sockets, as Redis writes and fsyncs its log before its event loop
-    /// sleeps: by then the thread has run every connection that was ready, so one
-    /// fsync (or write) covers them all and their replies go out together.
+    /// wakes the connections waiting for it. The I/O threads call it before they
+    /// wait for sockets, as Redis fsyncs before its event loop sleeps: by then the
+    /// thread has run every connection that was ready, so one fsync covers them all
+    /// and their replies go out together.
     pub fn sync_before_sleep(&self) {
-        if self.fsync() == Appendfsync::Always {
-            if !self.fully_synced() {
-                self.sync_in_turn();
-            }
-        } else {
-            // One write for the whole turn, which the replies held to its end
-            // (`crate::turn`) would otherwise make one connection at a time. A
-            // failure is recorded; each connection's own flush then reports it.
-            let _ = self.flush_to(self.appended());
+        if self.fsync() == Appendfsync::Always && !self.fully_synced() {
+            self.sync_in_turn();
         }
+    }
+
+    /// Hands every batch appended so far to the operating system in one write:
+    /// called before an I/O thread that holds its connections' replies to the end
+    /// of its turn (`crate::turn`) wakes them, so that they find their records
+    /// written instead of each writing the log. Nothing to do once an fsync covered
+    /// them. A failure is recorded; each connection's own flush then reports it.
+    pub fn flush_before_sleep(&self) {
+        let _ = self.flush_to(self.appended());
     }
 
     /// Makes every batch appended so far durable, then wakes the waiting
@@ -1570,7 +1571,7 @@ mod tests {
     }
 
     /// Under `everysec` the hook before a thread sleeps writes the log once for
-    /// the turn: the records of every batch appended reach the operating system,
+    /// the turn (when the thread holds replies to its end): the records of every batch appended reach the operating system,
     /// and the connections' own flushes then find nothing left to write.
     #[test]
     fn the_hook_writes_the_log_once_for_a_turn_under_everysec() {
@@ -1587,6 +1588,7 @@ mod tests {
         }
         assert!(p.flushed.load(Ordering::Acquire) < last);
         p.sync_before_sleep();
+        p.flush_before_sleep();
         assert_eq!(p.flushed.load(Ordering::Acquire), last);
         assert_eq!(p.syncs(), 0, "no fsync under everysec");
         p.close().expect("closed");

@@ -1,11 +1,14 @@
 //! Compaction (Bitcask's merge): rewriting the live records of sealed segments.
 //!
 //! A compaction seals the active segment, then reads every sealed segment in
-//! order. A record is live when the key's index entry still starts at that
-//! record; the live records of a key (its full value and the merge operands
-//! after it that are also in the inputs) are copied, or folded by the merge
-//! operator into one full value, into new output segments, with their hint
-//! files. Deleted, overwritten and expired records are left behind, and so
+//! order — or, when they hold many records a key, only the records the index
+//! lists as the keys' oldest
+//! ([`Index::first_locations`](crate::Index::first_locations)). A record is live
+//! when the key's index entry still starts at that record; the live records of a
+//! key (its full value and the merge operands after it that are also in the
+//! inputs) are copied, or folded by the merge operator into one full value, into
+//! new output segments, with their hint files. Deleted, overwritten and expired
+//! records are left behind, and so
 //! are tombstones: every older record of their key is in the inputs too.
 //!
 //! Reads and writes go on throughout: the inputs are immutable, new writes
@@ -22,7 +25,8 @@ use crate::error::{Error, Result};
 use crate::index::KeyEntry;
 use crate::log::Entry;
 use crate::record::Kind;
-use crate::segment::Location;
+use crate::record::RecordRef;
+use crate::segment::{Location, SegmentId};
 
 /// What a compaction did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,7 +75,7 @@ pub(crate) fn run(inner: &Inner) -> Result<CompactionReport> {
 
 /// Rewrites the live records of `inputs` (every sealed segment) and swaps the
 /// outputs in.
-fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<CompactionReport> {
+fn merge(inner: &Inner, inputs: Vec<SegmentId>) -> Result<CompactionReport> {
     let held = HeldMemory(&inner.compaction_memory);
     // Heap bytes of the keys and locations kept for the index swap at the end.
     let mut kept_bytes = 0usize;
@@ -97,91 +101,95 @@ fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<Compac
     // lock the key's writers want.
     let mut last_key: Vec<u8> = Vec::new();
     let mut last_first: Option<Option<Location>> = None;
-    let mut firsts = Firsts::list(inner, last, report.bytes_in);
-    let firsts_bytes = firsts.as_ref().map_or(0, Firsts::bytes);
-    for &id in &inputs {
-        inner.log.scan_segment(id, &mut |location, record, raw| {
-            if record.header.kind == Kind::Delete {
+    let firsts = firsts(inner, &inputs, report.bytes_in);
+    let firsts_bytes = firsts
+        .as_ref()
+        .map_or(0, |f| f.capacity() * std::mem::size_of::<Location>());
+    let mut copy = |location: Location, record: &RecordRef<'_>, raw: &[u8]| -> Result<()> {
+        if record.header.kind == Kind::Delete {
+            return Ok(());
+        }
+        if last_key == record.key {
+            let first = *last_first.get_or_insert_with(|| inner.index.first_location(record.key));
+            if first != Some(location) {
                 return Ok(());
             }
-            if last_key == record.key {
-                let first =
-                    *last_first.get_or_insert_with(|| inner.index.first_location(record.key));
-                if first != Some(location) {
-                    return Ok(());
+        } else {
+            last_key.clear();
+            last_key.extend_from_slice(record.key);
+            last_first = None;
+        }
+        // Only the key's oldest record starts its copy.
+        let Some(entry) = inner.index.get_if_first(record.key, location) else {
+            return Ok(());
+        };
+        last_first = Some(Some(location));
+        if entry.is_expired(now) {
+            expired.push((record.key.into(), entry));
+            return Ok(());
+        }
+        let prefix: Vec<Location> = entry
+            .locations()
+            .take_while(|l| l.segment <= last)
+            .collect();
+        let new_location = if prefix.len() == 1 && record.header.kind == Kind::Put {
+            output.append_raw(raw)?
+        } else {
+            let operator = inner
+                .merge_operator
+                .as_ref()
+                .ok_or(Error::NoMergeOperator)?;
+            let base = (record.header.kind == Kind::Put).then_some(record.value);
+            let chain = prefix
+                .get(usize::from(base.is_some())..)
+                .unwrap_or_default();
+            // The record in hand is not read again; the rest are read in runs (a
+            // hot key's operands lie close together).
+            let others: Vec<Location> = chain.iter().copied().filter(|l| *l != location).collect();
+            let operands = inner.read_checked_many(record.key, &others, Kind::Merge)?;
+            let mut newest = (record.header.version, record.header.expires_at);
+            let mut read = operands.iter();
+            let mut values: Vec<&[u8]> = Vec::with_capacity(chain.len());
+            for l in chain {
+                if *l == location {
+                    values.push(record.value);
+                } else if let Some(op) = read.next() {
+                    newest = (op.version(), op.expires_at());
+                    values.push(op.value());
                 }
-            } else {
-                last_key.clear();
-                last_key.extend_from_slice(record.key);
-                last_first = None;
             }
-            if firsts.as_mut().is_some_and(|f| !f.contains(location)) {
-                return Ok(());
+            let value = operator.full_merge(record.key, base, &values);
+            output.append(&Entry {
+                kind: Kind::Put,
+                key: record.key,
+                value: &value,
+                version: newest.0,
+                expires_at: newest.1,
+            })?
+        };
+        kept_bytes += record.key.len() + prefix.capacity() * std::mem::size_of::<Location>();
+        moved.push(Moved {
+            key: record.key.into(),
+            prefix,
+            location: new_location,
+        });
+        if moved.len().is_multiple_of(256) {
+            let bytes = kept_bytes
+                + firsts_bytes
+                + moved.capacity() * std::mem::size_of::<Moved>()
+                + expired.capacity() * std::mem::size_of::<(Box<[u8]>, KeyEntry)>();
+            held.0.store(bytes as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    };
+    match &firsts {
+        // Only the listed records can be live: they are read, and nothing else.
+        Some(firsts) => inner.log.visit_records(firsts, &mut copy)?,
+        None => {
+            for &id in &inputs {
+                inner.log.scan_segment(id, &mut copy)?;
             }
-            // Only the key's oldest record starts its copy.
-            let Some(entry) = inner.index.get_if_first(record.key, location) else {
-                return Ok(());
-            };
-            last_first = Some(Some(location));
-            if entry.is_expired(now) {
-                expired.push((record.key.into(), entry));
-                return Ok(());
-            }
-            let prefix: Vec<Location> = entry
-                .locations()
-                .take_while(|l| l.segment <= last)
-                .collect();
-            let new_location = if prefix.len() == 1 && record.header.kind == Kind::Put {
-                output.append_raw(raw)?
-            } else {
-                let operator = inner
-                    .merge_operator
-                    .as_ref()
-                    .ok_or(Error::NoMergeOperator)?;
-                let base = (record.header.kind == Kind::Put).then_some(record.value);
-                let chain = prefix
-                    .get(usize::from(base.is_some())..)
-                    .unwrap_or_default();
-                // The record in hand is not read again; the rest are read in runs (a
-                // hot key's operands lie close together).
-                let others: Vec<Location> =
-                    chain.iter().copied().filter(|l| *l != location).collect();
-                let operands = inner.read_checked_many(record.key, &others, Kind::Merge)?;
-                let mut newest = (record.header.version, record.header.expires_at);
-                let mut read = operands.iter();
-                let mut values: Vec<&[u8]> = Vec::with_capacity(chain.len());
-                for l in chain {
-                    if *l == location {
-                        values.push(record.value);
-                    } else if let Some(op) = read.next() {
-                        newest = (op.version(), op.expires_at());
-                        values.push(op.value());
-                    }
-                }
-                let value = operator.full_merge(record.key, base, &values);
-                output.append(&Entry {
-                    kind: Kind::Put,
-                    key: record.key,
-                    value: &value,
-                    version: newest.0,
-                    expires_at: newest.1,
-                })?
-            };
-            kept_bytes += record.key.len() + prefix.capacity() * std::mem::size_of::<Location>();
-            moved.push(Moved {
-                key: record.key.into(),
-                prefix,
-                location: new_location,
-            });
-            if moved.len().is_multiple_of(256) {
-                let bytes = kept_bytes
-                    + firsts_bytes
-                    + moved.capacity() * std::mem::size_of::<Moved>()
-                    + expired.capacity() * std::mem::size_of::<(Box<[u8]>, KeyEntry)>();
-                held.0.store(bytes as u64, Ordering::Relaxed);
-            }
-            Ok(())
-        })?;
+        }
     }
     let outputs = output.finish()?;
     report.outputs = outputs.ids().len();
@@ -207,48 +215,29 @@ fn merge(inner: &Inner, inputs: Vec<crate::segment::SegmentId>) -> Result<Compac
     Ok(report)
 }
 
-/// The oldest records of the keys, listed once by the index (see
-/// [`Index::first_locations`](crate::Index::first_locations)) when a compaction
-/// reads many more records than there are keys: most of what it reads is then dead,
-/// and a record the list lacks is skipped without asking the index, whose answer
-/// may cost a lock and a cache miss. Sorted, and read with a cursor, since the
-/// inputs are read in location order.
-struct Firsts {
-    sorted: Vec<Location>,
-    /// Where the last record asked about would be in `sorted`.
-    at: usize,
-}
+/// Input bytes per key above which a compaction asks the index for the list of the
+/// keys' oldest records ([`Index::first_locations`](crate::Index::first_locations))
+/// rather than read every record of its inputs: listing costs about a question per
+/// key, and a record takes some 40 bytes at the least.
+const LIST_BYTES_PER_KEY: u64 = 128;
 
-impl Firsts {
-    /// Input bytes per key above which the list is made: listing costs about a
-    /// question per key, skipping saves a question per dead record, and a record
-    /// takes some 40 bytes at the least.
-    const BYTES_PER_KEY: u64 = 128;
-
-    fn list(inner: &Inner, last: crate::segment::SegmentId, bytes_in: u64) -> Option<Firsts> {
-        if inner.index.len() > bytes_in / Self::BYTES_PER_KEY {
-            return None;
-        }
-        let mut sorted = Vec::new();
-        if !inner.index.first_locations(last, &mut sorted) {
-            return None;
-        }
-        sorted.sort_unstable();
-        Some(Firsts { sorted, at: 0 })
+/// The oldest records of the keys that lie in `inputs`, in log order, listed once
+/// by the index when the inputs hold many more bytes than there are keys: most of
+/// what they hold is then dead. A record the list lacks is no key's oldest, and
+/// never becomes one (a key's oldest record only moves to a newer segment), so a
+/// compaction reads the listed records alone, and neither reads nor verifies the
+/// dead ones. `None` when the index has too many keys or cannot list them.
+fn firsts(inner: &Inner, inputs: &[SegmentId], bytes_in: u64) -> Option<Vec<Location>> {
+    let last = *inputs.last()?;
+    if inner.index.len() > bytes_in / LIST_BYTES_PER_KEY {
+        return None;
     }
-
-    /// Whether `location` is listed; cheapest when asked in ascending order.
-    fn contains(&mut self, location: Location) -> bool {
-        if self.at > 0 && self.sorted[self.at - 1] > location {
-            self.at = self.sorted.partition_point(|l| *l < location);
-        }
-        while self.sorted.get(self.at).is_some_and(|l| *l < location) {
-            self.at += 1;
-        }
-        self.sorted.get(self.at) == Some(&location)
+    let mut listed = Vec::new();
+    if !inner.index.first_locations(last, &mut listed) {
+        return None;
     }
-
-    fn bytes(&self) -> usize {
-        self.sorted.capacity() * std::mem::size_of::<Location>()
-    }
+    listed.retain(|l| inputs.binary_search(&l.segment).is_ok());
+    listed.sort_unstable();
+    listed.dedup();
+    Some(listed)
 }

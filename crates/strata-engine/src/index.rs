@@ -173,10 +173,11 @@ pub trait Index: Send + Sync + fmt::Debug {
     /// than compaction's question per record costs; returns `false` if it cannot
     /// (and `out` then means nothing). Listing more records than that is harmless.
     ///
-    /// A compaction that reads many more records than there are keys asks this once
-    /// and skips, without a question, every record the list lacks: a record that is
-    /// no key's oldest when the list is made never becomes one (a key's oldest record
-    /// only moves to a newer segment), so it is dead. The default cannot.
+    /// A compaction whose inputs hold many more records than there are keys asks
+    /// this once and reads the listed records alone, neither reading nor verifying
+    /// the others: a record that is no key's oldest when the list is made never
+    /// becomes one (a key's oldest record only moves to a newer segment), so it is
+    /// dead. A list that lacks a live record loses it. The default cannot list.
     fn first_locations(&self, upto: SegmentId, out: &mut Vec<Location>) -> bool {
         let _ = (upto, out);
         false

@@ -68,6 +68,30 @@ use writer::{Buffered, Tail, Writer};
 /// The callback of [`Log::scan_segment`]: location, decoded record, encoded bytes.
 pub type ScanVisitor<'a> = dyn FnMut(Location, &record::RecordRef<'_>, &[u8]) -> Result<()> + 'a;
 
+/// A record's bytes as [`Shared::visit_many`] hands them over: a slice of a run read
+/// at once, unverified, or a record read (and verified) on its own.
+enum Raw<'a> {
+    Span(&'a [u8]),
+    Record(Record),
+}
+
+/// Decodes and verifies the record in `bytes`, read from `location`.
+fn decode_at(location: Location, bytes: &[u8]) -> Result<record::RecordRef<'_>> {
+    record::decode(bytes).map_err(|reason| match reason {
+        DecodeError::Checksum { stored, computed } => Error::ChecksumMismatch {
+            segment: location.segment,
+            offset: location.offset,
+            stored,
+            computed,
+        },
+        reason => Error::BadRecord {
+            segment: location.segment,
+            offset: location.offset,
+            reason,
+        },
+    })
+}
+
 /// One record to append.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry<'a> {
@@ -368,6 +392,32 @@ impl Log {
     /// after another), is read with one positioned read.
     pub fn read_many(&self, locations: &[Location]) -> Result<Vec<Record>> {
         self.shared.read_many(locations)
+    }
+
+    /// Calls `visit` with each record at `locations`, verified, in the order given,
+    /// with its encoded bytes: [`Log::read_many`] without a copy of each record. What
+    /// a compaction that knows where the live records are reads instead of whole
+    /// segments. A location must name a record, not a batch frame.
+    pub fn visit_records(&self, locations: &[Location], visit: &mut ScanVisitor<'_>) -> Result<()> {
+        self.shared.visit_many(locations, &mut |location, raw| {
+            let owned;
+            let bytes = match raw {
+                Raw::Span(bytes) => bytes,
+                Raw::Record(record) => {
+                    owned = record;
+                    owned.bytes.as_slice()
+                }
+            };
+            let record = decode_at(location, bytes)?;
+            if record.header.kind == Kind::Batch {
+                return Err(Error::BadRecord {
+                    segment: location.segment,
+                    offset: location.offset,
+                    reason: DecodeError::Mismatch("a batch frame where a record was expected"),
+                });
+            }
+            visit(location, &record, bytes)
+        })
     }
 
     /// Makes every record appended so far durable.
@@ -686,6 +736,26 @@ impl Shared {
 
     fn read_many(&self, locations: &[Location]) -> Result<Vec<Record>> {
         let mut records = Vec::with_capacity(locations.len());
+        self.visit_many(locations, &mut |location, bytes| {
+            let record = match bytes {
+                Raw::Span(bytes) => Self::decoded(location, bytes.to_vec())?,
+                Raw::Record(record) => record,
+            };
+            records.push(record);
+            Ok(())
+        })?;
+        Ok(records)
+    }
+
+    /// Calls `visit` with the bytes of each record at `locations`, in the order given,
+    /// unverified. A run of them in one segment, in order and close together, is read
+    /// with one positioned read into one buffer; a record of a run reaching into the
+    /// write buffer comes read (and verified) on its own.
+    fn visit_many(
+        &self,
+        locations: &[Location],
+        visit: &mut dyn FnMut(Location, Raw<'_>) -> Result<()>,
+    ) -> Result<()> {
         let mut span = Vec::new();
         let mut rest = locations;
         while let Some((&first, after)) = rest.split_first() {
@@ -715,7 +785,7 @@ impl Shared {
                     false,
                 )?;
             for &location in run {
-                let record = if read {
+                if read {
                     let at = (location.offset - first.offset) as usize;
                     let bytes =
                         span.get(at..at + location.len as usize)
@@ -727,36 +797,18 @@ impl Shared {
                                     available: end,
                                 },
                             })?;
-                    Self::decoded(location, bytes.to_vec())?
+                    visit(location, Raw::Span(bytes))?;
                 } else {
-                    self.read(location, false)?
-                };
-                records.push(record);
+                    visit(location, Raw::Record(self.read(location, false)?))?;
+                }
             }
         }
-        Ok(records)
+        Ok(())
     }
 
     /// The record in `bytes`, read from `location`.
     fn decoded(location: Location, bytes: Vec<u8>) -> Result<Record> {
-        let header = match record::decode(&bytes) {
-            Ok(rec) => rec.header,
-            Err(DecodeError::Checksum { stored, computed }) => {
-                return Err(Error::ChecksumMismatch {
-                    segment: location.segment,
-                    offset: location.offset,
-                    stored,
-                    computed,
-                });
-            }
-            Err(reason) => {
-                return Err(Error::BadRecord {
-                    segment: location.segment,
-                    offset: location.offset,
-                    reason,
-                });
-            }
-        };
+        let header = decode_at(location, &bytes)?.header;
         Ok(Record { header, bytes })
     }
 

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -59,4 +60,17 @@ pub fn key(i: u64) -> Vec<u8> {
 /// A value derived from a key index and a round.
 pub fn value(i: u64, round: u64) -> Vec<u8> {
     format!("value-{i}-{round}-{}", "x".repeat((i % 50) as usize)).into_bytes()
+}
+
+/// Flips bits of the byte at `offset` of the file at `path`.
+pub fn flip(path: &Path, offset: u64) {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, offset).unwrap();
+    byte[0] ^= 0x5a;
+    file.write_all_at(&byte, offset).unwrap();
 }

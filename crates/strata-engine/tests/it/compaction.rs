@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use strata_engine::{CompactionTrigger, Engine};
 
-use crate::common::{disk_options, key, value};
+use crate::common::{disk_options, flip, key, segment_files, value};
 
 #[test]
 fn reads_and_writes_continue_during_compaction() {
@@ -243,4 +243,48 @@ fn listing_the_oldest_records_keeps_what_asking_per_record_keeps() {
         "{asked_questions} vs {listed_questions}"
     );
     assert!(listed_questions <= 2 * 2 * KEYS, "{listed_questions}");
+}
+
+#[test]
+fn a_compaction_that_lists_the_oldest_records_reads_no_other() {
+    // Many versions of a few keys: the first segment holds only dead records by
+    // the end, and a byte flipped in its first record is in no live record.
+    const KEYS: u64 = 20;
+    const ROUNDS: u64 = 200;
+    let run = |lists: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Arc::new(Counted {
+            lists,
+            ..Counted::default()
+        });
+        let engine =
+            Engine::open_with_index(dir.path(), disk_options(), Box::new(index.clone())).unwrap();
+        for round in 0..ROUNDS {
+            for i in 0..KEYS {
+                engine.put(&key(i), &value(i, round)).unwrap();
+            }
+        }
+        engine.flush().unwrap();
+        let segments = segment_files(dir.path());
+        assert!(segments.len() > 2, "{segments:?}");
+        // The first record's key, past the segment's and the record's headers.
+        flip(&segments[0], 16 + 32 + 2);
+        let result = engine.compact();
+        let contents: Vec<_> = (0..KEYS).map(|i| engine.get(&key(i)).unwrap()).collect();
+        engine.close().unwrap();
+        (dir, result, contents)
+    };
+    let latest: Vec<_> = (0..KEYS).map(|i| Some(value(i, ROUNDS - 1))).collect();
+    let (dir, listed, contents) = run(true);
+    let report = listed.unwrap();
+    assert!(report.inputs > 2 && report.keys_kept == KEYS, "{report:?}");
+    assert_eq!(contents, latest);
+    let reopened = Engine::open(dir.path(), disk_options()).unwrap();
+    let reread: Vec<_> = (0..KEYS).map(|i| reopened.get(&key(i)).unwrap()).collect();
+    assert_eq!(reread, latest);
+    // Reading every record, the same compaction stops at the damage, and keeps
+    // every value where it was.
+    let (_dir, scanned, contents) = run(false);
+    assert!(scanned.unwrap_err().is_corruption());
+    assert_eq!(contents, latest);
 }

@@ -1,12 +1,11 @@
 //! Damaged files: corruption is named by file and offset, repair keeps the
 //! intact prefix, a torn tail is truncated.
 
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use strata_engine::{Engine, Error};
 
-use crate::common::{disk_options, key, remove_hints, segment_files};
+use crate::common::{disk_options, flip, key, remove_hints, segment_files};
 
 const RECORD: u64 = 32 + 12 + 100;
 const HEADER: u64 = 16;
@@ -17,18 +16,6 @@ fn fill(dir: &Path, count: u64) {
         engine.put(&key(i), &[b'v'; 100]).unwrap();
     }
     engine.close().unwrap();
-}
-
-fn flip(path: &Path, offset: u64) {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .unwrap();
-    let mut byte = [0u8];
-    file.read_exact_at(&mut byte, offset).unwrap();
-    byte[0] ^= 0x5a;
-    file.write_all_at(&byte, offset).unwrap();
 }
 
 #[test]

@@ -146,6 +146,7 @@ async fn run(
     wake: Arc<Wakeup>,
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
+    state.turn.watch(stream.socket());
     let info = conn.info.clone();
     let (limits, query_limit, timeout) = {
         let cfg = state.config.read();

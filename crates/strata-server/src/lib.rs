@@ -87,7 +87,7 @@ pub fn run(
 /// What an I/O thread does when it has run every task it had, before it waits for
 /// sockets (Redis's `beforeSleep`): the log's write (and under `appendfsync always`
 /// the fsync) for the connections it served, then the end of the turn, which lets
-/// their replies go out (see [`turn`]).
+/// their replies go out, or, if there were none, the spin (see [`turn`]).
 fn before_sleep(state: &ServerState) {
     if let Some(p) = state.persist.load().as_ref() {
         p.sync_before_sleep();
@@ -95,7 +95,11 @@ fn before_sleep(state: &ServerState) {
             p.flush_before_sleep();
         }
     }
-    state.turn.finish();
+    // A turn that woke nobody left the thread with nothing to run: it polls its
+    // connections a while before it sleeps.
+    if !state.turn.finish() {
+        state.turn.spin();
+    }
 }
 
 /// Applies a new log level name at run time (CONFIG SET loglevel).
@@ -137,12 +141,15 @@ async fn serve_started(
     }
     let port = config.port;
     let one_thread = config.io_threads <= 1;
+    let spin_us = config.io_spin_us;
     let state = ServerState::new(config, source);
     if let Some(started) = started {
         let _ = started.set(state.clone());
         // The hook that ends the turns is this runtime's (see `turn`).
         if one_thread {
-            state.turn.enable();
+            state
+                .turn
+                .enable(tokio::runtime::Handle::current().metrics(), spin_us);
         }
     }
     access::load_users(&state)?;

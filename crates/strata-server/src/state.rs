@@ -243,6 +243,7 @@ impl ServerState {
                 | "lazyfree-lazy-expire"
                 | "lazyfree-lazy-eviction"
                 | "lazyfree-lazy-user-flush" => self.lazyfree.set_switches(cfg.lazyfree()),
+                "io-spin-us" => self.turn.set_spin_us(cfg.io_spin_us),
                 "proto-max-bulk-len" => self
                     .max_bulk_len
                     .store(cfg.proto_max_bulk_len as usize, Ordering::Relaxed),

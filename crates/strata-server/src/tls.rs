@@ -39,6 +39,12 @@ pub enum Stream {
 }
 
 impl Stream {
+    /// The socket's descriptor.
+    pub fn socket(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.tcp().as_fd()
+    }
+
     fn tcp(&self) -> &TcpStream {
         match self {
             Stream::Plain(s) => s,

@@ -19,6 +19,15 @@
 //! wait returns at once) on a runtime that is not the server's own, whose threads
 //! have no such hook.
 //!
+//! When a turn ends with nobody waiting (the thread has nothing left to run), the
+//! hook polls the connections' sockets for a while ([`Turn::spin`], `io-spin-us`,
+//! 30 µs) before the thread sleeps. A client that sends its next request within
+//! that time finds the thread awake: no wake-up to pay on either side, which on a
+//! virtual machine is an inter-processor interrupt and a VM exit each way (one
+//! client doing SET in a loop: 17k requests a second without the spin, 31k with
+//! it). The spin stops at once when a socket has bytes to read or a task was woken
+//! from another thread; an idle server does not spin (nothing ends its turns).
+//!
 //! A connection that ran blocking work in `block_in_place` (a long script, a read
 //! from disk) may go on, for the rest of that poll, on a thread that is no longer
 //! the I/O thread (the runtime handed its place to another, which may already
@@ -27,11 +36,17 @@
 
 use std::cell::Cell;
 use std::future::Future;
+use std::mem::MaybeUninit;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use rustix::event::{Timespec, epoll};
+use tokio::runtime::RuntimeMetrics;
 
 thread_local! {
     /// Set on a thread that ran a task's blocking work, until it next ends a turn
@@ -56,13 +71,38 @@ pub struct Turn {
     waiting: Mutex<Vec<Waker>>,
     /// Where [`Turn::finish`] takes them to, to wake them without the lock.
     spare: Mutex<Vec<Waker>>,
+    /// How long [`Turn::spin`] polls, in microseconds.
+    spin_us: AtomicU32,
+    /// The sockets it polls, and the runtime whose shared queue it watches; set by
+    /// [`Turn::enable`] (absent if the epoll instance could not be made).
+    spin: OnceLock<Option<Spin>>,
+}
+
+struct Spin {
+    /// An epoll instance of every connection's socket, readable ones reported.
+    sockets: OwnedFd,
+    runtime: RuntimeMetrics,
 }
 
 impl Turn {
-    /// Makes connections wait for the turn to end: call only when the runtime's
-    /// park hook calls [`Turn::finish`].
-    pub fn enable(&self) {
+    /// Makes connections wait for the turn to end, and the thread spin for
+    /// `spin_us` microseconds after a turn that woke nobody: call only when the
+    /// park hook of the runtime `runtime` describes calls [`Turn::finish`] and
+    /// [`Turn::spin`].
+    pub fn enable(&self, runtime: RuntimeMetrics, spin_us: u32) {
+        self.set_spin_us(spin_us);
+        let _ = self.spin.set(
+            epoll::create(epoll::CreateFlags::CLOEXEC)
+                .inspect_err(|e| tracing::warn!("no spin before the I/O thread sleeps: {e}"))
+                .ok()
+                .map(|sockets| Spin { sockets, runtime }),
+        );
         self.on.store(true, Ordering::Relaxed);
+    }
+
+    /// Sets how long [`Turn::spin`] polls (CONFIG SET io-spin-us).
+    pub fn set_spin_us(&self, us: u32) {
+        self.spin_us.store(us, Ordering::Relaxed);
     }
 
     pub fn enabled(&self) -> bool {
@@ -77,20 +117,71 @@ impl Turn {
         }
     }
 
-    /// Ends the turn: wakes every connection waiting for it. Called by the I/O
-    /// thread's park hook, on the I/O thread.
-    pub fn finish(&self) {
+    /// Ends the turn: wakes every connection waiting for it; false if none was.
+    /// Called by the I/O thread's park hook, on the I/O thread.
+    pub fn finish(&self) -> bool {
         LEFT.set(false);
         let mut spare = self.spare.lock();
         {
             let mut waiting = self.waiting.lock();
             if waiting.is_empty() {
-                return;
+                return false;
             }
             std::mem::swap(&mut *waiting, &mut *spare);
         }
         for waker in spare.drain(..) {
             waker.wake();
+        }
+        true
+    }
+
+    /// Adds a connection's socket to those [`Turn::spin`] polls (when on). A socket
+    /// leaves the set by itself when it closes.
+    pub fn watch(&self, socket: BorrowedFd<'_>) {
+        if let Some(Some(spin)) = self.spin.get()
+            && let Err(e) = epoll::add(
+                &spin.sockets,
+                socket,
+                epoll::EventData::new_u64(0),
+                epoll::EventFlags::IN,
+            )
+        {
+            tracing::debug!("a socket the spin does not see: {e}");
+        }
+    }
+
+    /// Polls the connections' sockets until one has bytes to read, a task is woken
+    /// from another thread (the runtime's shared queue is not empty), or the spin's
+    /// time is up. Called by the park hook after a turn that woke nobody: the
+    /// thread then sleeps in the runtime's own poll, which returns at once if the
+    /// spin saw something. Returns whether the time ran out.
+    pub fn spin(&self) -> bool {
+        let Some(Some(spin)) = self.spin.get() else {
+            return true;
+        };
+        let us = self.spin_us.load(Ordering::Relaxed);
+        if us == 0 {
+            return true;
+        }
+        let deadline = Instant::now() + Duration::from_micros(u64::from(us));
+        let mut event = [MaybeUninit::<epoll::Event>::uninit(); 1];
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        loop {
+            match epoll::wait(&spin.sockets, &mut event, Some(&now)) {
+                Ok(([], _)) => {}
+                Ok(_) => return false,
+                Err(e) if e == rustix::io::Errno::INTR => {}
+                Err(_) => return true,
+            }
+            if spin.runtime.global_queue_depth() > 0 {
+                return false;
+            }
+            if Instant::now() >= deadline {
+                return true;
+            }
         }
     }
 }
@@ -133,7 +224,7 @@ mod tests {
             .build()
             .expect("runtime");
         let turn = std::sync::Arc::new(Turn::default());
-        turn.enable();
+        turn.enable(rt.handle().metrics(), 0);
         let waiter = {
             let turn = turn.clone();
             rt.spawn(async move { turn.end().await })
@@ -156,12 +247,81 @@ mod tests {
     #[tokio::test]
     async fn after_blocking_work_nothing_waits_until_the_thread_ends_a_turn() {
         let turn = Turn::default();
-        turn.enable();
+        turn.enable(tokio::runtime::Handle::current().metrics(), 0);
         left_turn();
         turn.end().await;
         turn.end().await;
         assert!(turn.waiting.lock().is_empty());
         turn.finish();
         assert!(!LEFT.get());
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+    }
+
+    /// A connected pair of sockets: (the server's end, the client's).
+    fn pair() -> (std::net::TcpStream, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client =
+            std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        (server, client)
+    }
+
+    #[test]
+    fn the_spin_ends_when_a_socket_has_bytes_to_read() {
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let rt = runtime();
+        let turn = Turn::default();
+        turn.enable(rt.handle().metrics(), 10_000_000);
+        let (server, mut client) = pair();
+        turn.watch(server.as_fd());
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            client.write_all(b"PING\r\n").expect("write");
+            client
+        });
+        let started = Instant::now();
+        assert!(!turn.spin(), "the spin ran its time out");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        drop(writer.join());
+    }
+
+    #[test]
+    fn the_spin_ends_when_a_task_is_woken_from_another_thread() {
+        let rt = runtime();
+        let turn = Turn::default();
+        turn.enable(rt.handle().metrics(), 10_000_000);
+        let handle = rt.handle().clone();
+        let spawner = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            drop(handle.spawn(async {}));
+        });
+        let started = Instant::now();
+        assert!(!turn.spin(), "the spin ran its time out");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        spawner.join().expect("spawner");
+    }
+
+    #[test]
+    fn with_nothing_to_read_the_spin_runs_its_time() {
+        use std::os::fd::AsFd;
+        let rt = runtime();
+        let turn = Turn::default();
+        turn.enable(rt.handle().metrics(), 20_000);
+        let (server, _client) = pair();
+        turn.watch(server.as_fd());
+        let started = Instant::now();
+        assert!(turn.spin());
+        assert!(started.elapsed() >= Duration::from_millis(20));
+        // Off, it returns at once.
+        turn.set_spin_us(0);
+        let started = Instant::now();
+        assert!(turn.spin());
+        assert!(started.elapsed() < Duration::from_millis(20));
     }
 }

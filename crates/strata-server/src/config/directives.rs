@@ -1127,6 +1127,21 @@ static DIRECTIVES: &[Directive] = &[
         },
     },
     Directive {
+        name: "io-spin-us",
+        alias: None,
+        mutability: Mutable,
+        summary: "Microseconds the I/O thread goes on polling its connections once it \
+                  has run everything, before it sleeps, so that a client answering \
+                  within that time finds it awake (strata only; with one I/O thread, \
+                  the default on two CPUs); 0 sleeps at once.",
+        kind: Kind::Int {
+            min: 0,
+            max: 1_000_000,
+            get: |c| widen(c.io_spin_us),
+            set: |c, v| narrow(&mut c.io_spin_us, v),
+        },
+    },
+    Directive {
         name: "sched-policy",
         alias: None,
         mutability: Immutable,
@@ -1249,6 +1264,7 @@ mod tests {
                 "pubsub-max-subscriptions-per-client",
                 "enable-debug-command",
                 "io-threads",
+                "io-spin-us",
                 "sched-policy",
                 "shards",
             ]

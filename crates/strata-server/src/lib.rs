@@ -147,9 +147,7 @@ async fn serve_started(
         let _ = started.set(state.clone());
         // The hook that ends the turns is this runtime's (see `turn`).
         if one_thread {
-            state
-                .turn
-                .enable(tokio::runtime::Handle::current().metrics(), spin_us);
+            state.turn.enable(spin_us);
         }
     }
     access::load_users(&state)?;

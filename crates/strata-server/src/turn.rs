@@ -46,7 +46,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rustix::event::{Timespec, epoll};
-use tokio::runtime::RuntimeMetrics;
 
 thread_local! {
     /// Set on a thread that ran a task's blocking work, until it next ends a turn
@@ -73,29 +72,21 @@ pub struct Turn {
     spare: Mutex<Vec<Waker>>,
     /// How long [`Turn::spin`] polls, in microseconds.
     spin_us: AtomicU32,
-    /// The sockets it polls, and the runtime whose shared queue it watches; set by
-    /// [`Turn::enable`] (absent if the epoll instance could not be made).
-    spin: OnceLock<Option<Spin>>,
-}
-
-struct Spin {
-    /// An epoll instance of every connection's socket, readable ones reported.
-    sockets: OwnedFd,
-    runtime: RuntimeMetrics,
+    /// An epoll instance of every connection's socket, which the spin polls; made by
+    /// [`Turn::enable`] (`None` if it could not be).
+    sockets: OnceLock<Option<OwnedFd>>,
 }
 
 impl Turn {
     /// Makes connections wait for the turn to end, and the thread spin for
     /// `spin_us` microseconds after a turn that woke nobody: call only when the
-    /// park hook of the runtime `runtime` describes calls [`Turn::finish`] and
-    /// [`Turn::spin`].
-    pub fn enable(&self, runtime: RuntimeMetrics, spin_us: u32) {
+    /// runtime's park hook calls [`Turn::finish`] and [`Turn::spin`].
+    pub fn enable(&self, spin_us: u32) {
         self.set_spin_us(spin_us);
-        let _ = self.spin.set(
+        let _ = self.sockets.set(
             epoll::create(epoll::CreateFlags::CLOEXEC)
                 .inspect_err(|e| tracing::warn!("no spin before the I/O thread sleeps: {e}"))
-                .ok()
-                .map(|sockets| Spin { sockets, runtime }),
+                .ok(),
         );
         self.on.store(true, Ordering::Relaxed);
     }
@@ -138,9 +129,9 @@ impl Turn {
     /// Adds a connection's socket to those [`Turn::spin`] polls (when on). A socket
     /// leaves the set by itself when it closes.
     pub fn watch(&self, socket: BorrowedFd<'_>) {
-        if let Some(Some(spin)) = self.spin.get()
+        if let Some(Some(sockets)) = self.sockets.get()
             && let Err(e) = epoll::add(
-                &spin.sockets,
+                sockets,
                 socket,
                 epoll::EventData::new_u64(0),
                 epoll::EventFlags::IN,
@@ -152,17 +143,22 @@ impl Turn {
 
     /// Polls the connections' sockets until one has bytes to read, a task is woken
     /// from another thread (the runtime's shared queue is not empty), or the spin's
-    /// time is up. Called by the park hook after a turn that woke nobody: the
-    /// thread then sleeps in the runtime's own poll, which returns at once if the
-    /// spin saw something. Returns whether the time ran out.
+    /// time is up. Called by the park hook after a turn that woke nobody, in the
+    /// runtime's context (whose shared queue it watches): the thread then sleeps in
+    /// the runtime's own poll, which returns at once if the spin saw something.
+    /// Returns whether the time ran out.
     pub fn spin(&self) -> bool {
-        let Some(Some(spin)) = self.spin.get() else {
+        let Some(Some(sockets)) = self.sockets.get() else {
             return true;
         };
         let us = self.spin_us.load(Ordering::Relaxed);
         if us == 0 {
             return true;
         }
+        // Looked up here, not kept: the runtime holds the hook that holds this.
+        let runtime = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|h| h.metrics());
         let deadline = Instant::now() + Duration::from_micros(u64::from(us));
         let mut event = [MaybeUninit::<epoll::Event>::uninit(); 1];
         let now = Timespec {
@@ -170,13 +166,13 @@ impl Turn {
             tv_nsec: 0,
         };
         loop {
-            match epoll::wait(&spin.sockets, &mut event, Some(&now)) {
+            match epoll::wait(sockets, &mut event, Some(&now)) {
                 Ok(([], _)) => {}
                 Ok(_) => return false,
                 Err(e) if e == rustix::io::Errno::INTR => {}
                 Err(_) => return true,
             }
-            if spin.runtime.global_queue_depth() > 0 {
+            if runtime.as_ref().is_some_and(|r| r.global_queue_depth() > 0) {
                 return false;
             }
             if Instant::now() >= deadline {
@@ -224,7 +220,7 @@ mod tests {
             .build()
             .expect("runtime");
         let turn = std::sync::Arc::new(Turn::default());
-        turn.enable(rt.handle().metrics(), 0);
+        turn.enable(0);
         let waiter = {
             let turn = turn.clone();
             rt.spawn(async move { turn.end().await })
@@ -247,7 +243,7 @@ mod tests {
     #[tokio::test]
     async fn after_blocking_work_nothing_waits_until_the_thread_ends_a_turn() {
         let turn = Turn::default();
-        turn.enable(tokio::runtime::Handle::current().metrics(), 0);
+        turn.enable(0);
         left_turn();
         turn.end().await;
         turn.end().await;
@@ -275,9 +271,8 @@ mod tests {
     fn the_spin_ends_when_a_socket_has_bytes_to_read() {
         use std::io::Write;
         use std::os::fd::AsFd;
-        let rt = runtime();
         let turn = Turn::default();
-        turn.enable(rt.handle().metrics(), 10_000_000);
+        turn.enable(10_000_000);
         let (server, mut client) = pair();
         turn.watch(server.as_fd());
         let writer = std::thread::spawn(move || {
@@ -293,22 +288,25 @@ mod tests {
     fn the_spin_ends_when_a_task_is_woken_from_another_thread() {
         let rt = runtime();
         let turn = Turn::default();
-        turn.enable(rt.handle().metrics(), 10_000_000);
+        turn.enable(10_000_000);
         let handle = rt.handle().clone();
         let spawner = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
             drop(handle.spawn(async {}));
         });
-        assert!(!turn.spin(), "the spin ran its time out");
+        // In the runtime's context, as the park hook runs.
+        assert!(
+            !rt.block_on(async { turn.spin() }),
+            "the spin ran its time out"
+        );
         spawner.join().expect("spawner");
     }
 
     #[test]
     fn with_nothing_to_read_the_spin_runs_its_time() {
         use std::os::fd::AsFd;
-        let rt = runtime();
         let turn = Turn::default();
-        turn.enable(rt.handle().metrics(), 20_000);
+        turn.enable(20_000);
         let (server, _client) = pair();
         turn.watch(server.as_fd());
         let started = Instant::now();

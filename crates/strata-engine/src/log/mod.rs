@@ -775,15 +775,16 @@ impl Shared {
             }
             let (run, after) = rest.split_at(count);
             rest = after;
-            // A run reaching into the write buffer is read a record at a time.
-            let read = count > 1
-                && self.read_flushed(
-                    first.segment,
-                    u64::from(first.offset),
-                    end,
-                    &mut span,
-                    false,
-                )?;
+            // Into the one buffer, a lone record too (handed over without a copy of
+            // its own); a run reaching into the write buffer is read a record at a
+            // time.
+            let read = self.read_flushed(
+                first.segment,
+                u64::from(first.offset),
+                end,
+                &mut span,
+                false,
+            )?;
             for &location in run {
                 if read {
                     let at = (location.offset - first.offset) as usize;

@@ -518,7 +518,7 @@ fn step<'a>(
             return Step::NeedMore;
         }
     };
-    ahead.step(&state.keyspace, held, conn.db, inbuf, consumed);
+    let seen = ahead.step(&state.keyspace, held, conn.db, inbuf, consumed);
     let args = parser.args(inbuf);
     // The arguments as slices: on the stack for a request of up to eight (a plain
     // array filled in place costs a few instructions an argument; collecting them
@@ -534,6 +534,9 @@ fn step<'a>(
         heap = args.iter().collect();
         &heap
     };
+    if !seen {
+        own_keys(&state.keyspace, conn.db, argv);
+    }
     let started = clock.start();
     let now = clock.unix_ms_at(started);
     if let Some(until) = state.pause.holds(conn, argv, now, &state.registry) {
@@ -587,6 +590,9 @@ struct LookAhead {
     /// them again (see [`LookAhead::take`]).
     reads: [Read; 2],
     next_read: usize,
+    /// Whether a step has run: every request after the first of a batch was seen
+    /// by the step before it (or is one more on the same key).
+    stepped: bool,
 }
 
 /// A request as the look-ahead read it: where it starts (an address in the input
@@ -684,7 +690,8 @@ impl LookAhead {
         parser.take_peeked(read.len, read.ranges.get(..count)?)
     }
 
-    /// Before the request at the front of `buf` (`consumed` bytes) runs.
+    /// Before the request at the front of `buf` (`consumed` bytes) runs. Returns
+    /// whether an earlier step saw that request (the first of a batch nobody saw).
     #[inline]
     fn step(
         &mut self,
@@ -693,12 +700,13 @@ impl LookAhead {
         db: usize,
         buf: &[u8],
         consumed: usize,
-    ) {
+    ) -> bool {
+        let seen = std::mem::replace(&mut self.stepped, true);
         let rest = buf.get(consumed..).unwrap_or_default();
         if rest.is_empty() || self.repeats >= Self::REPEATS {
             self.after = None;
             self.reads[self.next_read].clear();
-            return;
+            return seen;
         }
         // The next request: seen a step ago (its slot has had a request's time to
         // arrive), or only now.
@@ -720,7 +728,7 @@ impl LookAhead {
         }
         std::mem::swap(&mut self.more_next, &mut self.more_after);
         let Some((len, hash)) = next else {
-            return;
+            return seen;
         };
         // The entries first: taking their shards' locks waits for the loads (and
         // maybe the prefetches) issued before it.
@@ -741,6 +749,7 @@ impl LookAhead {
         self.after = rest
             .get(len..)
             .and_then(|rest| self.see(keyspace, held, db, rest));
+        seen
     }
 
     /// Reads the request at the front of `rest` and prefetches for its keys (its
@@ -818,6 +827,36 @@ impl LookAhead {
             keyspace.prefetch(db, hash);
         }
         Some((len, hash))
+    }
+}
+
+/// For the first request of a batch, which no look-ahead saw (a lone request, as
+/// without a pipeline), when it has several keys (MSET's ten, MGET's, DEL's):
+/// starts loading every key's home slot, then every key's entry, before it runs.
+/// Its lookups then find them arriving, or there, where each would otherwise wait
+/// for two cache misses in turn (the slot, then the entry), key after key.
+#[inline]
+fn own_keys(keyspace: &strata_keyspace::Keyspace, db: usize, argv: &[&[u8]]) {
+    if argv.len() < 3 {
+        return;
+    }
+    let step = match argv.first().map(|name| KeyArgs::of(name)) {
+        Some(KeyArgs::All) => 1,
+        Some(KeyArgs::Odd) => 2,
+        _ => return,
+    };
+    let mut hashes = [0u64; MoreKeys::MAX];
+    let mut n = 0;
+    for (slot, key) in hashes.iter_mut().zip(argv.iter().skip(1).step_by(step)) {
+        *slot = keyspace.hash(key);
+        keyspace.prefetch(db, *slot);
+        n += 1;
+    }
+    if n < 2 {
+        return;
+    }
+    for &hash in hashes.get(..n).unwrap_or_default() {
+        keyspace.prefetch_entry(db, hash);
     }
 }
 
@@ -1171,6 +1210,76 @@ mod tests {
                 String::from_utf8_lossy(name)
             );
         }
+    }
+
+    fn request(args: &[&[u8]]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    /// Only the first request of a batch goes unseen by the look-ahead.
+    #[test]
+    fn the_first_request_of_a_batch_is_the_one_not_seen_ahead() {
+        let state = ServerState::for_tests();
+        let held = Held::new(&state.keyspace);
+        let mut ahead = LookAhead::default();
+        let get = request(&[b"GET", b"k"]);
+        let batch = get.repeat(3);
+        let mut at = 0;
+        let mut seen = Vec::new();
+        while at < batch.len() {
+            seen.push(ahead.step(&state.keyspace, &held, 0, &batch[at..], get.len()));
+            at += get.len();
+        }
+        assert_eq!(seen, [false, true, true]);
+    }
+
+    /// A lone request of many keys, whose keys are fetched before it runs (more of
+    /// them than are fetched ahead, a missing one, a wrong arity, in a table that
+    /// grows in between) runs as any other.
+    #[test]
+    fn lone_requests_of_many_keys_run_as_any_other() {
+        let mut c = Client::new();
+        let keys: Vec<Vec<u8>> = (0..40).map(|i| format!("key:{i}").into_bytes()).collect();
+        let mut mset: Vec<&[u8]> = vec![b"MSET"];
+        for k in &keys {
+            mset.push(k);
+            mset.push(k);
+        }
+        assert_eq!(c.run(&request(&mset)), 1);
+        assert_eq!(c.out, b"+OK\r\n");
+        c.out.clear();
+        let mut mget: Vec<&[u8]> = vec![b"MGET"];
+        mget.extend(keys.iter().map(|k| k.as_slice()));
+        mget.push(b"missing");
+        c.run(&request(&mget));
+        let mut expected = b"*41\r\n".to_vec();
+        for k in &keys {
+            expected.extend_from_slice(format!("${}\r\n", k.len()).as_bytes());
+            expected.extend_from_slice(k);
+            expected.extend_from_slice(b"\r\n");
+        }
+        expected.extend_from_slice(b"$-1\r\n");
+        assert_eq!(c.out, expected);
+        c.out.clear();
+        c.run(&request(&[b"MSET", b"a", b"1", b"b"]));
+        assert_eq!(
+            c.out,
+            b"-ERR wrong number of arguments for 'mset' command\r\n"
+        );
+        c.out.clear();
+        c.run(&request(&[b"MSETNX", b"key:0", b"x", b"fresh", b"y"]));
+        assert_eq!(c.out, b":0\r\n");
+        c.out.clear();
+        let mut del: Vec<&[u8]> = vec![b"DEL"];
+        del.extend(keys.iter().map(|k| k.as_slice()));
+        c.run(&request(&del));
+        assert_eq!(c.out, b":40\r\n");
     }
 
     struct Counting;

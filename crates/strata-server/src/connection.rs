@@ -535,7 +535,7 @@ fn step<'a>(
         &heap
     };
     if !seen {
-        own_keys(&state.keyspace, conn.db, argv);
+        own_keys(&state.keyspace, conn.db, argv, ahead.head.take());
     }
     let started = clock.start();
     let now = clock.unix_ms_at(started);
@@ -593,6 +593,8 @@ struct LookAhead {
     /// Whether a step has run: every request after the first of a batch was seen
     /// by the step before it (or is one more on the same key).
     stepped: bool,
+    /// The key hash of the batch's second request, seen by the first step.
+    head: Option<u64>,
 }
 
 /// A request as the look-ahead read it: where it starts (an address in the input
@@ -730,6 +732,11 @@ impl LookAhead {
         let Some((len, hash)) = next else {
             return seen;
         };
+        if !seen {
+            // The batch's second request, seen only now: its entry is fetched
+            // together with the first's (see `own_keys`).
+            self.head = hash;
+        }
         // The entries first: taking their shards' locks waits for the loads (and
         // maybe the prefetches) issued before it.
         if ripe {
@@ -830,20 +837,31 @@ impl LookAhead {
     }
 }
 
-/// For the first request of a batch, which no look-ahead saw (a lone request, as
-/// without a pipeline), when it has several keys (MSET's ten, MGET's, DEL's):
-/// starts loading every key's home slot, then every key's entry, before it runs.
-/// Its lookups then find them arriving, or there, where each would otherwise wait
-/// for two cache misses in turn (the slot, then the entry), key after key.
+/// For the first request of a batch, which no look-ahead saw: starts loading its
+/// keys' home slots, then their entries, before it runs, so that its lookups find
+/// them arriving or there instead of each waiting for two cache misses in turn
+/// (the slot, then the entry). Done when the request has several keys (MSET's ten,
+/// MGET's, DEL's: a lone request, as without a pipeline, gains the most), or when
+/// the batch's second request, whose slot the look-ahead has just asked for, has
+/// a key of its own (`second`): that entry is fetched along with the first
+/// request's, where it would otherwise miss while the second runs. A lone request
+/// of one key is left alone: nothing would overlap its two misses.
 #[inline]
-fn own_keys(keyspace: &strata_keyspace::Keyspace, db: usize, argv: &[&[u8]]) {
-    if argv.len() < 3 {
-        return;
-    }
+fn own_keys(keyspace: &strata_keyspace::Keyspace, db: usize, argv: &[&[u8]], second: Option<u64>) {
     let step = match argv.first().map(|name| KeyArgs::of(name)) {
-        Some(KeyArgs::All) => 1,
-        Some(KeyArgs::Odd) => 2,
-        _ => return,
+        Some(KeyArgs::All) if argv.len() >= 3 => 1,
+        Some(KeyArgs::Odd) if argv.len() >= 3 => 2,
+        _ => {
+            if let (Some(key), Some(second)) = (argv.get(1), second) {
+                let hash = keyspace.hash(key);
+                keyspace.prefetch(db, hash);
+                keyspace.prefetch_entry(db, hash);
+                if second != hash {
+                    keyspace.prefetch_entry(db, second);
+                }
+            }
+            return;
+        }
     };
     let mut hashes = [0u64; MoreKeys::MAX];
     let mut n = 0;
@@ -1237,6 +1255,14 @@ mod tests {
             at += get.len();
         }
         assert_eq!(seen, [false, true, true]);
+        // The second request's key, for the first's turn (the look-ahead does not
+        // know the first's key; `own_keys` skips it when it is the same).
+        assert_eq!(ahead.head, Some(state.keyspace.hash(b"k")));
+        let mut ahead = LookAhead::default();
+        let batch = [request(&[b"GET", b"a"]), request(&[b"INCR", b"b"])].concat();
+        let first = request(&[b"GET", b"a"]).len();
+        assert!(!ahead.step(&state.keyspace, &held, 0, &batch, first));
+        assert_eq!(ahead.head, Some(state.keyspace.hash(b"b")));
     }
 
     /// A lone request of many keys, whose keys are fetched before it runs (more of

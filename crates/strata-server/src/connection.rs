@@ -535,7 +535,7 @@ fn step<'a>(
         &heap
     };
     if !seen {
-        own_keys(&state.keyspace, conn.db, argv, ahead.head.take());
+        ahead.first(&state.keyspace, conn.db, argv);
     }
     let started = clock.start();
     let now = clock.unix_ms_at(started);
@@ -594,7 +594,7 @@ struct LookAhead {
     /// by the step before it (or is one more on the same key).
     stepped: bool,
     /// The key hash of the batch's second request, seen by the first step.
-    head: Option<u64>,
+    second: Option<u64>,
 }
 
 /// A request as the look-ahead read it: where it starts (an address in the input
@@ -675,6 +675,16 @@ impl KeyArgs {
             _ => 0,
         }
     }
+
+    /// Whether argument `i` (the name is 0) is a key.
+    #[inline]
+    fn is_key(self, i: usize) -> bool {
+        match self {
+            KeyArgs::All => i >= 1,
+            KeyArgs::Odd => i % 2 == 1,
+            KeyArgs::First | KeyArgs::Member(_) => i == 1,
+        }
+    }
 }
 
 impl LookAhead {
@@ -734,8 +744,8 @@ impl LookAhead {
         };
         if !seen {
             // The batch's second request, seen only now: its entry is fetched
-            // together with the first's (see `own_keys`).
-            self.head = hash;
+            // together with the first's (see `LookAhead::first`).
+            self.second = hash;
         }
         // The entries first: taking their shards' locks waits for the loads (and
         // maybe the prefetches) issued before it.
@@ -757,6 +767,54 @@ impl LookAhead {
             .get(len..)
             .and_then(|rest| self.see(keyspace, held, db, rest));
         seen
+    }
+
+    /// For the first request of a batch, which no step saw (`argv`, after
+    /// [`LookAhead::step`] returned false): starts loading its keys' home slots,
+    /// then their entries, before it runs, together with the entry of the batch's
+    /// second request (whose slot the step has just asked for), so that these
+    /// lookups' cache misses overlap instead of each waiting for two in turn (the
+    /// slot, then the entry). A lone request of several keys (MSET's ten, MGET's,
+    /// DEL's, as without a pipeline) gains the most; a lone request of one key is
+    /// left alone, as nothing would overlap its misses.
+    #[inline]
+    fn first(&mut self, keyspace: &strata_keyspace::Keyspace, db: usize, argv: &[&[u8]]) {
+        let second = self.second.take();
+        let Some(keys) = argv.first().map(|name| KeyArgs::of(name)) else {
+            return;
+        };
+        let several = match keys {
+            KeyArgs::All => argv.len() >= 3,
+            KeyArgs::Odd => argv.len() >= 4,
+            KeyArgs::First | KeyArgs::Member(_) => false,
+        };
+        if !several && second.is_none() {
+            return;
+        }
+        let mut hashes = [0u64; MoreKeys::MAX + 1];
+        let mut n = 0;
+        for (i, key) in argv.iter().enumerate().skip(1) {
+            if n == MoreKeys::MAX {
+                break;
+            }
+            if keys.is_key(i) {
+                hashes[n] = keyspace.hash(key);
+                keyspace.prefetch(db, hashes[n]);
+                n += 1;
+            }
+        }
+        if let Some(second) = second
+            && !hashes[..n].contains(&second)
+        {
+            hashes[n] = second;
+            n += 1;
+        }
+        if n < 2 {
+            return;
+        }
+        for &hash in &hashes[..n] {
+            keyspace.prefetch_entry(db, hash);
+        }
     }
 
     /// Reads the request at the front of `rest` and prefetches for its keys (its
@@ -790,7 +848,7 @@ impl LookAhead {
                 0 => keys = KeyArgs::of(arg),
                 1 => first = Some(arg),
                 _ if i == keys.member() => member = Some(arg),
-                _ if keys == KeyArgs::All || (keys == KeyArgs::Odd && i % 2 == 1) => {
+                _ if keys.is_key(i) => {
                     if let Some(slot) = more.hashes.get_mut(more.len) {
                         let hash = keyspace.hash(arg);
                         keyspace.prefetch(db, hash);
@@ -834,47 +892,6 @@ impl LookAhead {
             keyspace.prefetch(db, hash);
         }
         Some((len, hash))
-    }
-}
-
-/// For the first request of a batch, which no look-ahead saw: starts loading its
-/// keys' home slots, then their entries, before it runs, so that its lookups find
-/// them arriving or there instead of each waiting for two cache misses in turn
-/// (the slot, then the entry). Done when the request has several keys (MSET's ten,
-/// MGET's, DEL's: a lone request, as without a pipeline, gains the most), or when
-/// the batch's second request, whose slot the look-ahead has just asked for, has
-/// a key of its own (`second`): that entry is fetched along with the first
-/// request's, where it would otherwise miss while the second runs. A lone request
-/// of one key is left alone: nothing would overlap its two misses.
-#[inline]
-fn own_keys(keyspace: &strata_keyspace::Keyspace, db: usize, argv: &[&[u8]], second: Option<u64>) {
-    let step = match argv.first().map(|name| KeyArgs::of(name)) {
-        Some(KeyArgs::All) if argv.len() >= 3 => 1,
-        Some(KeyArgs::Odd) if argv.len() >= 3 => 2,
-        _ => {
-            if let (Some(key), Some(second)) = (argv.get(1), second) {
-                let hash = keyspace.hash(key);
-                keyspace.prefetch(db, hash);
-                keyspace.prefetch_entry(db, hash);
-                if second != hash {
-                    keyspace.prefetch_entry(db, second);
-                }
-            }
-            return;
-        }
-    };
-    let mut hashes = [0u64; MoreKeys::MAX];
-    let mut n = 0;
-    for (slot, key) in hashes.iter_mut().zip(argv.iter().skip(1).step_by(step)) {
-        *slot = keyspace.hash(key);
-        keyspace.prefetch(db, *slot);
-        n += 1;
-    }
-    if n < 2 {
-        return;
-    }
-    for &hash in hashes.get(..n).unwrap_or_default() {
-        keyspace.prefetch_entry(db, hash);
     }
 }
 
@@ -1228,15 +1245,16 @@ mod tests {
                 String::from_utf8_lossy(name)
             );
         }
+        let keys_of = |k: KeyArgs| (0..6).filter(|&i| k.is_key(i)).collect::<Vec<_>>();
+        assert_eq!(keys_of(KeyArgs::All), [1, 2, 3, 4, 5]);
+        assert_eq!(keys_of(KeyArgs::Odd), [1, 3, 5]);
+        assert_eq!(keys_of(KeyArgs::First), [1]);
+        assert_eq!(keys_of(KeyArgs::Member(2)), [1]);
     }
 
     fn request(args: &[&[u8]]) -> Vec<u8> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
+        let mut out = Vec::new();
+        strata_resp::encode_request(args.iter().copied(), &mut out);
         out
     }
 
@@ -1256,13 +1274,13 @@ mod tests {
         }
         assert_eq!(seen, [false, true, true]);
         // The second request's key, for the first's turn (the look-ahead does not
-        // know the first's key; `own_keys` skips it when it is the same).
-        assert_eq!(ahead.head, Some(state.keyspace.hash(b"k")));
+        // know the first's key; `LookAhead::first` skips it when it is the same).
+        assert_eq!(ahead.second, Some(state.keyspace.hash(b"k")));
         let mut ahead = LookAhead::default();
         let batch = [request(&[b"GET", b"a"]), request(&[b"INCR", b"b"])].concat();
         let first = request(&[b"GET", b"a"]).len();
         assert!(!ahead.step(&state.keyspace, &held, 0, &batch, first));
-        assert_eq!(ahead.head, Some(state.keyspace.hash(b"b")));
+        assert_eq!(ahead.second, Some(state.keyspace.hash(b"b")));
     }
 
     /// A lone request of many keys, whose keys are fetched before it runs (more of

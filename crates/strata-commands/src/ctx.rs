@@ -601,11 +601,7 @@ impl<'a> Keys<'a> {
     pub fn log_special_in(&mut self, db: usize, kind: RecordKind) {
         if self.logging {
             self.made += 1;
-            self.records.push(Record {
-                db,
-                key: Vec::new(),
-                kind,
-            });
+            self.records.push(Record::new(db, Vec::new(), kind));
         }
     }
 
@@ -684,6 +680,7 @@ impl<'a> Keys<'a> {
                 db,
                 key: last,
                 kind: RecordKind::Op { .. },
+                ..
             }) => *db == db_index && last == key && argv.get(1) == Some(&key),
             _ => false,
         };
@@ -735,8 +732,12 @@ impl<'a> Keys<'a> {
                 RecordKind::Op { .. } => LogChange::Op(location),
                 _ => continue,
             };
-            let (hash, db) = self.other_db_for(record.db, &record.key);
-            db.apply_log(hash, &record.key, change);
+            let (hash, at) = match record.at {
+                Some(at) => (at.hash, Some(at.pos)),
+                None => (self.ks.hash(&record.key), None),
+            };
+            self.db_of_hash(record.db, hash)
+                .apply_log(hash, &record.key, at, change);
         }
     }
 

@@ -32,11 +32,44 @@ pub enum LogRule {
 }
 
 /// One change for the log.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Record {
     pub db: usize,
     pub key: Vec<u8>,
     pub kind: RecordKind,
+    /// Where the key was when the record was made, if it was: spares the lookups
+    /// that list where the store put the record (`Keys::apply_locations`). Not
+    /// part of the change: records compare equal whatever it says.
+    pub at: Option<KeyAt>,
+}
+
+impl Record {
+    /// A record of `key` in database `db`, made without looking the key up.
+    pub fn new(db: usize, key: Vec<u8>, kind: RecordKind) -> Self {
+        Record {
+            db,
+            key,
+            kind,
+            at: None,
+        }
+    }
+}
+
+impl PartialEq for Record {
+    fn eq(&self, other: &Self) -> bool {
+        self.db == other.db && self.key == other.key && self.kind == other.kind
+    }
+}
+
+impl Eq for Record {}
+
+/// A key's hash ([`strata_keyspace::Keyspace::hash`]) and its place in its
+/// database's table ([`Db::peek_at`]), which [`Db::apply_log`] checks before it
+/// uses it.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyAt {
+    pub hash: u64,
+    pub pos: strata_keyspace::dict::Pos,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -383,14 +416,15 @@ pub fn record_for(
     explicit: &[Vec<Vec<u8>>],
     first: impl FnOnce(&Batch, &[u8]) -> bool,
 ) -> usize {
+    let Some((pos, entry)) = db.peek_at(hash, &key, now_ms) else {
+        push_merging(batch, Record::new(db_index, key, RecordKind::Delete));
+        return 1;
+    };
     let record = |key, kind| Record {
         db: db_index,
         key,
         kind,
-    };
-    let Some(entry) = db.peek(hash, &key, now_ms) else {
-        push_merging(batch, record(key, RecordKind::Delete));
-        return 1;
+        at: Some(KeyAt { hash, pos }),
     };
     let fresh = !entry.is_logged();
     if explicit.is_empty() {
@@ -809,11 +843,7 @@ mod tests {
     }
 
     fn record(key: &str, kind: RecordKind) -> Record {
-        Record {
-            db: 0,
-            key: key.as_bytes().to_vec(),
-            kind,
-        }
+        Record::new(0, key.as_bytes().to_vec(), kind)
     }
 
     fn push(key: &str, element: &str, expires_at: u64) -> Record {

@@ -64,6 +64,8 @@ pub(crate) struct BatchOp {
 pub struct WriteBatch {
     pub(crate) ops: Vec<BatchOp>,
     data: Vec<u8>,
+    /// Every key is one the caller indexes itself ([`WriteBatch::set_external`]).
+    pub(crate) external: bool,
 }
 
 impl WriteBatch {
@@ -179,9 +181,20 @@ impl WriteBatch {
         self.ops.is_empty()
     }
 
+    /// Declares that the index would call every key of the batch external
+    /// ([`Index::is_external`](crate::Index::is_external)), so that the engine
+    /// need not ask it about each: the caller that knows it of a whole batch (its
+    /// keys all of its own) spares a question per operation. The caller's word is
+    /// taken: a key declared so is never applied to the index. Cleared by
+    /// [`WriteBatch::clear`].
+    pub fn set_external(&mut self, external: bool) {
+        self.external = external;
+    }
+
     /// Removes every operation, keeping the buffers for the next ones.
     pub fn clear(&mut self) {
         self.ops.clear();
         self.data.clear();
+        self.external = false;
     }
 }

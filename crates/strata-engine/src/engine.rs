@@ -196,6 +196,7 @@ impl Engine {
                 value,
                 meta,
             }),
+            false,
             None,
         )
     }
@@ -218,6 +219,7 @@ impl Engine {
                 value: operand,
                 meta,
             }),
+            false,
             None,
         )
     }
@@ -247,14 +249,16 @@ impl Engine {
                     });
                 }
             },
-            |entries, locations| inner.apply(entries, locations),
+            |entries, locations| inner.apply(entries, locations, false),
         )?;
         Ok(was_live)
     }
 
     /// Applies every operation of `batch`, all or nothing, also across crashes.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
-        self.inner.write_ops(batch_ops(batch), None).map(|_| ())
+        self.inner
+            .write_ops(batch_ops(batch), batch.external, None)
+            .map(|_| ())
     }
 
     /// [`Engine::write`], also giving where each operation's record went, in the
@@ -267,7 +271,7 @@ impl Engine {
     pub fn write_located(&self, batch: &WriteBatch, locations: &mut Vec<Location>) -> Result<()> {
         locations.clear();
         self.inner
-            .write_ops(batch_ops(batch), Some(locations))
+            .write_ops(batch_ops(batch), batch.external, Some(locations))
             .map(|_| ())
     }
 
@@ -595,7 +599,13 @@ impl Inner {
 
     /// Writes `ops` as one unit; returns the version of the last record. With
     /// `located`, the location of each op's record is pushed there.
-    fn write_ops<'a>(&self, ops: impl Ops<'a>, located: Option<&mut Vec<Location>>) -> Result<u64> {
+    /// With `external`, every op's key is external ([`WriteBatch::set_external`]).
+    fn write_ops<'a>(
+        &self,
+        ops: impl Ops<'a>,
+        external: bool,
+        located: Option<&mut Vec<Location>>,
+    ) -> Result<u64> {
         // Which entry is each op's own record (a merge may follow a tombstone the
         // caller did not ask for).
         let own = std::cell::RefCell::new(SmallVec::<[usize; 4]>::new());
@@ -603,10 +613,10 @@ impl Inner {
         self.log.append_planned(
             |out| {
                 let mut own = want.then(|| own.borrow_mut());
-                self.plan(ops, out, own.as_deref_mut())
+                self.plan(ops, external, out, own.as_deref_mut())
             },
             |entries, locations| {
-                self.apply(entries, locations);
+                self.apply(entries, locations, external);
                 if let Some(located) = located {
                     located.extend(own.borrow().iter().filter_map(|&i| locations.get(i)));
                 }
@@ -629,6 +639,7 @@ impl Inner {
     fn plan<'a>(
         &self,
         ops: impl Ops<'a>,
+        external: bool,
         out: &mut Entries<'a>,
         mut own: Option<&mut SmallVec<[usize; 4]>>,
     ) {
@@ -649,7 +660,7 @@ impl Inner {
                     // The key's expiry as of this operation (`None`: no value).
                     let current = match touched.as_ref().and_then(|t| t.get(op.key)) {
                         Some(state) => *state,
-                        None if self.index.is_external(op.key) => None,
+                        None if external || self.index.is_external(op.key) => None,
                         None => self.index.expires_at(op.key),
                     };
                     let current = match current {
@@ -698,7 +709,8 @@ impl Inner {
     }
 
     /// Applies appended records to the index. Runs under the log's writer lock.
-    fn apply(&self, entries: &[Entry<'_>], locations: &[Location]) {
+    /// With `external`, every entry's key is external ([`WriteBatch::set_external`]).
+    fn apply(&self, entries: &[Entry<'_>], locations: &[Location], external: bool) {
         let mut delta = 0i64;
         for (entry, location) in entries.iter().zip(locations) {
             let change = match entry.kind {
@@ -714,7 +726,7 @@ impl Inner {
                 },
                 Kind::Delete | Kind::Batch => Change::Delete,
             };
-            let freed = if self.index.is_external(entry.key) {
+            let freed = if external || self.index.is_external(entry.key) {
                 0
             } else {
                 self.index.apply(entry.key, change).unwrap_or(0)

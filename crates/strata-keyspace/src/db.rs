@@ -362,6 +362,15 @@ impl Db {
             .filter(|e| !self.is_expired(hash, e, now_ms))
     }
 
+    /// [`Db::peek`], also answering where the entry is, for a later
+    /// [`Db::apply_log`] on the key (which checks the place is still the key's).
+    #[inline]
+    pub fn peek_at(&self, hash: u64, key: &[u8], now_ms: u64) -> Option<(Pos, &Entry)> {
+        let pos = self.dict.find(hash, key)?;
+        let entry = self.dict.at(pos);
+        (!self.is_expired(hash, entry, now_ms)).then_some((pos, entry))
+    }
+
     /// The TTL of a live key: `None` if the key is missing, `Some(None)` if it has no
     /// TTL (an expired key is removed).
     pub fn ttl_of(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Option<u64>> {
@@ -786,8 +795,11 @@ impl Db {
 
     /// Records that the store's log holds `change` for `key`, the record the key's
     /// last change was logged as; false if the key is absent.
-    pub fn apply_log(&mut self, hash: u64, key: &[u8], change: LogChange) -> bool {
-        let Some(pos) = self.dict.find(hash, key) else {
+    /// `at`, where [`Db::peek_at`] found the key, spares the lookup if the key is
+    /// still there.
+    pub fn apply_log(&mut self, hash: u64, key: &[u8], at: Option<Pos>, change: LogChange) -> bool {
+        let found = at.and_then(|pos| self.dict.still_at(pos, key));
+        let Some(pos) = found.or_else(|| self.dict.find(hash, key)) else {
             return false;
         };
         let freed = self.with_log_slot(pos, |index, entry, narrow| {
@@ -994,6 +1006,40 @@ mod tests {
     }
 
     #[test]
+    fn a_log_location_goes_to_its_key_wherever_the_kept_position_points() {
+        let mut d = db();
+        let loc = |offset| LogLoc {
+            segment: 1,
+            offset,
+            len: 10,
+        };
+        set(&mut d, "a", "1", Ttl::Persist, 0);
+        let ha = d.hash(b"a");
+        let (pos, _) = d.peek_at(ha, b"a", 0).expect("live");
+        assert!(d.apply_log(ha, b"a", Some(pos), LogChange::Put(loc(0))));
+        // Thousands of keys later the table has moved "a": the kept position is
+        // refused and the key looked up.
+        for i in 0..5000 {
+            set(&mut d, &format!("k{i}"), "v", Ttl::Persist, 0);
+        }
+        assert!(d.apply_log(ha, b"a", Some(pos), LogChange::Op(loc(10))));
+        let hk = d.hash(b"k7");
+        assert!(d.apply_log(hk, b"k7", Some(pos), LogChange::Put(loc(20))));
+        let offsets = |d: &Db, h, k: &[u8]| -> Vec<u32> {
+            d.log_refs(h, k)
+                .map(|r| r.locations().map(|l| l.offset).collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(offsets(&d, ha, b"a"), vec![0, 10]);
+        assert_eq!(offsets(&d, hk, b"k7"), vec![20]);
+        // A position past an expired key's: nothing is applied to it.
+        set(&mut d, "e", "1", Ttl::At(5), 0);
+        let he = d.hash(b"e");
+        assert!(d.peek_at(he, b"e", 10).is_none());
+        assert!(d.peek_at(he, b"e", 1).is_some());
+    }
+
+    #[test]
     fn log_records_are_listed_until_their_key_leaves() {
         let mut d = db();
         let loc = |offset| LogLoc {
@@ -1004,10 +1050,10 @@ mod tests {
         set(&mut d, "a", "1", Ttl::Persist, 0);
         set(&mut d, "b", "2", Ttl::At(50), 0);
         let (ha, hb) = (d.hash(b"a"), d.hash(b"b"));
-        assert!(!d.apply_log(d.hash(b"zz"), b"zz", LogChange::Put(loc(0))));
-        assert!(d.apply_log(ha, b"a", LogChange::Put(loc(0))));
-        assert!(d.apply_log(hb, b"b", LogChange::Put(loc(10))));
-        assert!(d.apply_log(ha, b"a", LogChange::Op(loc(20))));
+        assert!(!d.apply_log(d.hash(b"zz"), b"zz", None, LogChange::Put(loc(0))));
+        assert!(d.apply_log(ha, b"a", None, LogChange::Put(loc(0))));
+        assert!(d.apply_log(hb, b"b", None, LogChange::Put(loc(10))));
+        assert!(d.apply_log(ha, b"a", None, LogChange::Op(loc(20))));
         let chain: Vec<u32> = d
             .log_refs(ha, b"a")
             .expect("listed")
@@ -1034,7 +1080,7 @@ mod tests {
         d.put_entry(ha, entry, None, 0);
         assert_eq!(d.log_refs(ha, b"a"), None);
         // Nothing of its old location follows it: an operation starts a bare chain.
-        d.apply_log(ha, b"a", LogChange::Op(loc(99)));
+        d.apply_log(ha, b"a", None, LogChange::Op(loc(99)));
         assert_eq!(
             d.log_refs(ha, b"a"),
             Some(LogRefs::Chain {
@@ -1042,7 +1088,7 @@ mod tests {
                 operands: vec![loc(99)]
             })
         );
-        d.apply_log(ha, b"a", LogChange::Put(loc(100)));
+        d.apply_log(ha, b"a", None, LogChange::Put(loc(100)));
         let mut other = db();
         d.swap_contents(&mut other);
         assert_eq!(other.log_refs(ha, b"a"), Some(LogRefs::Value(loc(100))));
@@ -1066,7 +1112,7 @@ mod tests {
             offset: 0,
             len: 120,
         };
-        assert!(d.apply_log(h, b"long", LogChange::Put(at)));
+        assert!(d.apply_log(h, b"long", None, LogChange::Put(at)));
         assert_eq!(
             d.make_cold(h, b"long", 0),
             // 122 bytes (lengths, key, value) become 37 (a placeholder and the key).

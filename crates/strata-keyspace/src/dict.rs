@@ -767,6 +767,19 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         })
     }
 
+    /// `pos` if it still holds `key` (a position kept across changes that may have
+    /// moved the entry, checked before it is used); `None` otherwise.
+    #[inline]
+    pub fn still_at(&self, pos: Pos, key: &[u8]) -> Option<Pos> {
+        let table = if pos.old {
+            self.old.as_ref()?
+        } else {
+            &self.main
+        };
+        let e = table.slots.get(pos.index)?.as_ref()?;
+        same_key(e.key(), key).then_some(pos)
+    }
+
     #[inline]
     pub fn at(&self, pos: Pos) -> &E {
         self.table(pos).slots[pos.index]
@@ -1324,6 +1337,45 @@ mod tests {
         assert!(d.is_empty());
         while d.rehash_some(1000) {}
         assert!(d.main.capacity() <= MIN_CAPACITY);
+    }
+
+    #[test]
+    fn a_kept_position_is_used_only_while_it_holds_its_key() {
+        both!(a_kept_position_is_used_only_while_it_holds_its_key_with);
+    }
+
+    fn a_kept_position_is_used_only_while_it_holds_its_key_with<const IN: bool>() {
+        let mut d = dict::<IN>();
+        for i in 0..100u32 {
+            put(&mut d, format!("k{i}").as_bytes(), i);
+        }
+        let kept: Vec<(String, Pos)> = (0..100u32)
+            .map(|i| {
+                let k = format!("k{i}");
+                let pos = d.find(d.hash(k.as_bytes()), k.as_bytes()).expect("found");
+                assert_eq!(d.still_at(pos, k.as_bytes()), Some(pos));
+                assert_eq!(d.still_at(pos, b"other"), None);
+                (k, pos)
+            })
+            .collect();
+        // Inserts shift entries along their runs, resizes move them all, removals
+        // empty slots: every kept position is now either its key's or refused.
+        for i in 100..5000u32 {
+            put(&mut d, format!("k{i}").as_bytes(), i);
+        }
+        for i in (0..100u32).step_by(3) {
+            let k = format!("k{i}");
+            d.remove(d.hash(k.as_bytes()), k.as_bytes());
+        }
+        let mut moved = 0;
+        for (k, pos) in &kept {
+            let now = d.find(d.hash(k.as_bytes()), k.as_bytes());
+            match d.still_at(*pos, k.as_bytes()) {
+                Some(p) => assert_eq!(Some(p), now, "{k}"),
+                None => moved += 1,
+            }
+        }
+        assert!(moved > 0, "the table grew: positions changed");
     }
 
     #[test]

@@ -21,6 +21,7 @@ struct Split {
     external: Mutex<HashMap<Vec<u8>, Vec<Location>>>,
     freed: AtomicU64,
     hot_questions: AtomicU64,
+    external_questions: AtomicU64,
 }
 
 fn is_ext(key: &[u8]) -> bool {
@@ -55,6 +56,7 @@ impl Index for Split {
         self.keydir.apply(key, change)
     }
     fn is_external(&self, key: &[u8]) -> bool {
+        self.external_questions.fetch_add(1, Ordering::Relaxed);
         is_ext(key)
     }
     fn first_location(&self, key: &[u8]) -> Option<Location> {
@@ -93,6 +95,40 @@ impl Index for Split {
     fn scan(&self, token: &[u8]) -> ScanChunk {
         self.keydir.scan(token)
     }
+}
+
+#[test]
+fn a_batch_declared_external_is_written_without_a_question_per_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let options: Options = disk_options().with_merge_operator(Arc::new(AppendOperator));
+    let index = Arc::new(Split::default());
+    let engine = Engine::open_with_index(dir.path(), options, Box::new(index.clone())).unwrap();
+    let questions = || index.external_questions.load(Ordering::Relaxed);
+    let mut batch = WriteBatch::new();
+    batch
+        .put(b"ext:a", b"1")
+        .merge(b"ext:a", b"2")
+        .delete(b"ext:b");
+    batch.set_external(true);
+    let mut locations = Vec::new();
+    let before = questions();
+    engine.write_located(&batch, &mut locations).unwrap();
+    // Nothing asked, nothing applied to the index (`Split::apply` would panic),
+    // and the records are where the locations say.
+    assert_eq!(questions(), before);
+    assert_eq!(locations.len(), 3);
+    assert_eq!(index.keydir.len(), 0);
+    let value = engine
+        .read_entry(b"ext:a", &entry_of(&locations[..2]), false)
+        .unwrap();
+    assert_eq!(value, b"12");
+
+    // Cleared, a batch is asked about again, key by key.
+    batch.clear();
+    batch.put(b"plain", b"x").merge(b"plain", b"y");
+    engine.write_located(&batch, &mut locations).unwrap();
+    assert!(questions() >= before + 2);
+    assert_eq!(engine.get(b"plain").unwrap().as_deref(), Some(&b"xy"[..]));
 }
 
 #[test]

@@ -755,6 +755,8 @@ impl Persistence {
         // A copy of the map, made by the first record that changes it.
         let mut changed: Option<DbMap> = None;
         let mut dead = false;
+        // A record of the server's own (not a database's key) in the batch.
+        let mut functions = false;
         for r in records {
             let ns = changed
                 .as_ref()
@@ -785,8 +787,14 @@ impl Persistence {
                 }
                 RecordKind::Fresh => {
                     // The engine sees to its own keys' old values; the keyspace's
-                    // keys get a tombstone before their first operation.
-                    if index.is_external(&key.concat()) {
+                    // keys get a tombstone before their first operation. (With the
+                    // map in force, the key is the keyspace's once it has switched.)
+                    let external = if changed.is_none() {
+                        index.is_switched()
+                    } else {
+                        index.is_external(&key.concat())
+                    };
+                    if external {
                         batch.delete_parts(&key, WriteMeta::new().with_version(version));
                     }
                 }
@@ -816,6 +824,7 @@ impl Persistence {
                     }
                 }
                 RecordKind::Functions { payload } => {
+                    functions = true;
                     batch.put_with(
                         &engine_key(META, FUNCTIONS_KEY),
                         payload,
@@ -855,6 +864,9 @@ impl Persistence {
             }
         } else if !index.is_switched() {
             listed.iter_mut().for_each(|list| *list = None);
+        } else if !functions {
+            // Every key is a database's, in the map in force: the keyspace's own.
+            batch.set_external(true);
         }
         // A guard, not a clone: cloning the `Arc` writes its count, a cache line
         // every I/O thread would then take in turn on every write.
@@ -1476,14 +1488,14 @@ mod tests {
 
     fn put(db: usize, key: &str, value: &[u8]) -> Record {
         let v = strata_keyspace::serialize::to_vec(&strata_keyspace::Value::string(value));
-        Record {
+        Record::new(
             db,
-            key: key.as_bytes().to_vec(),
-            kind: RecordKind::Put {
+            key.as_bytes().to_vec(),
+            RecordKind::Put {
                 value: v,
                 expires_at: 0,
             },
-        }
+        )
     }
 
     /// Under `always`, connections on two threads wait for their batches at once:
@@ -1639,21 +1651,17 @@ mod tests {
                 .expect("logged");
             let op = encode_op(&["RPUSH", "l", "x", "y"]);
             p.log(
-                &[Record {
-                    db: 0,
-                    key: b"l".to_vec(),
-                    kind: RecordKind::Op { op, expires_at: 0 },
-                }],
+                &[Record::new(
+                    0,
+                    b"l".to_vec(),
+                    RecordKind::Op { op, expires_at: 0 },
+                )],
                 2,
                 &mut located,
             )
             .expect("logged");
             p.log(
-                &[Record {
-                    db: 3,
-                    key: Vec::new(),
-                    kind: RecordKind::SwapDb { other: 0 },
-                }],
+                &[Record::new(3, Vec::new(), RecordKind::SwapDb { other: 0 })],
                 3,
                 &mut located,
             )

@@ -1032,7 +1032,7 @@ mod tests {
         };
         assert_eq!(offsets(&d, ha, b"a"), vec![0, 10]);
         assert_eq!(offsets(&d, hk, b"k7"), vec![20]);
-        // A position past an expired key's: nothing is applied to it.
+        // As `peek`, `peek_at` answers only for a live key.
         set(&mut d, "e", "1", Ttl::At(5), 0);
         let he = d.hash(b"e");
         assert!(d.peek_at(he, b"e", 10).is_none());

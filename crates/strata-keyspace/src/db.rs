@@ -357,9 +357,7 @@ impl Db {
 
     /// The live entry for `key` without removing an expired one.
     pub fn peek(&self, hash: u64, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.dict
-            .get(hash, key)
-            .filter(|e| !self.is_expired(hash, e, now_ms))
+        self.peek_at(hash, key, now_ms).map(|(_, entry)| entry)
     }
 
     /// [`Db::peek`], also answering where the entry is, for a later
@@ -1005,14 +1003,25 @@ mod tests {
             .and_then(|e| e.value().as_str().map(crate::StrRef::to_vec))
     }
 
+    /// A record's location in segment 3, ten bytes long.
+    fn loc(offset: u32) -> LogLoc {
+        LogLoc {
+            segment: 3,
+            offset,
+            len: 10,
+        }
+    }
+
+    /// The offsets of the records `d` lists for `key` (none if it lists none).
+    fn offsets(d: &Db, key: &str) -> Vec<u32> {
+        d.log_refs(d.hash(key.as_bytes()), key.as_bytes())
+            .map(|r| r.locations().map(|l| l.offset).collect())
+            .unwrap_or_default()
+    }
+
     #[test]
     fn a_log_location_goes_to_its_key_wherever_the_kept_position_points() {
         let mut d = db();
-        let loc = |offset| LogLoc {
-            segment: 1,
-            offset,
-            len: 10,
-        };
         set(&mut d, "a", "1", Ttl::Persist, 0);
         let ha = d.hash(b"a");
         let (pos, _) = d.peek_at(ha, b"a", 0).expect("live");
@@ -1025,13 +1034,8 @@ mod tests {
         assert!(d.apply_log(ha, b"a", Some(pos), LogChange::Op(loc(10))));
         let hk = d.hash(b"k7");
         assert!(d.apply_log(hk, b"k7", Some(pos), LogChange::Put(loc(20))));
-        let offsets = |d: &Db, h, k: &[u8]| -> Vec<u32> {
-            d.log_refs(h, k)
-                .map(|r| r.locations().map(|l| l.offset).collect())
-                .unwrap_or_default()
-        };
-        assert_eq!(offsets(&d, ha, b"a"), vec![0, 10]);
-        assert_eq!(offsets(&d, hk, b"k7"), vec![20]);
+        assert_eq!(offsets(&d, "a"), vec![0, 10]);
+        assert_eq!(offsets(&d, "k7"), vec![20]);
         // As `peek`, `peek_at` answers only for a live key.
         set(&mut d, "e", "1", Ttl::At(5), 0);
         let he = d.hash(b"e");
@@ -1042,11 +1046,6 @@ mod tests {
     #[test]
     fn log_records_are_listed_until_their_key_leaves() {
         let mut d = db();
-        let loc = |offset| LogLoc {
-            segment: 3,
-            offset,
-            len: 10,
-        };
         set(&mut d, "a", "1", Ttl::Persist, 0);
         set(&mut d, "b", "2", Ttl::At(50), 0);
         let (ha, hb) = (d.hash(b"a"), d.hash(b"b"));
@@ -1054,13 +1053,7 @@ mod tests {
         assert!(d.apply_log(ha, b"a", None, LogChange::Put(loc(0))));
         assert!(d.apply_log(hb, b"b", None, LogChange::Put(loc(10))));
         assert!(d.apply_log(ha, b"a", None, LogChange::Op(loc(20))));
-        let chain: Vec<u32> = d
-            .log_refs(ha, b"a")
-            .expect("listed")
-            .locations()
-            .map(|l| l.offset)
-            .collect();
-        assert_eq!(chain, vec![0, 20]);
+        assert_eq!(offsets(&d, "a"), vec![0, 20]);
         // Compaction folds the chain into one record.
         assert_eq!(
             d.replace_log_prefix(ha, b"a", &[loc(0), loc(20)], loc(90)),

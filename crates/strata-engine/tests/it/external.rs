@@ -97,12 +97,18 @@ impl Index for Split {
     }
 }
 
+/// An engine in `dir` over a [`Split`] index, with an appending merge operator.
+fn open_split(dir: &std::path::Path) -> (Arc<Split>, Engine) {
+    let options: Options = disk_options().with_merge_operator(Arc::new(AppendOperator));
+    let index = Arc::new(Split::default());
+    let engine = Engine::open_with_index(dir, options, Box::new(index.clone())).unwrap();
+    (index, engine)
+}
+
 #[test]
 fn a_batch_declared_external_is_written_without_a_question_per_key() {
     let dir = tempfile::tempdir().unwrap();
-    let options: Options = disk_options().with_merge_operator(Arc::new(AppendOperator));
-    let index = Arc::new(Split::default());
-    let engine = Engine::open_with_index(dir.path(), options, Box::new(index.clone())).unwrap();
+    let (index, engine) = open_split(dir.path());
     let questions = || index.external_questions.load(Ordering::Relaxed);
     let mut batch = WriteBatch::new();
     batch
@@ -134,9 +140,7 @@ fn a_batch_declared_external_is_written_without_a_question_per_key() {
 #[test]
 fn external_keys_get_their_locations_back_and_survive_compaction() {
     let dir = tempfile::tempdir().unwrap();
-    let options: Options = disk_options().with_merge_operator(Arc::new(AppendOperator));
-    let index = Arc::new(Split::default());
-    let engine = Engine::open_with_index(dir.path(), options, Box::new(index.clone())).unwrap();
+    let (index, engine) = open_split(dir.path());
     let apply = |batch: &WriteBatch, locations: &[Location], kinds: &[&str]| {
         let mut map = index.external.lock();
         for (i, kind) in kinds.iter().enumerate() {
@@ -222,9 +226,7 @@ fn external_keys_get_their_locations_back_and_survive_compaction() {
 #[test]
 fn compaction_asks_about_a_run_of_one_keys_records_only_twice() {
     let dir = tempfile::tempdir().unwrap();
-    let options: Options = disk_options().with_merge_operator(Arc::new(AppendOperator));
-    let index = Arc::new(Split::default());
-    let engine = Engine::open_with_index(dir.path(), options, Box::new(index.clone())).unwrap();
+    let (index, engine) = open_split(dir.path());
     // A dead value, then a value and a run of operations on it, then other keys.
     engine.put(b"hot", b"dead").unwrap();
     engine.put(b"hot", b"x").unwrap();

@@ -745,6 +745,9 @@ impl Persistence {
         located: &mut strata_commands::effects::Located,
     ) -> Result<Option<u64>, String> {
         let index = self.index.load();
+        // Cannot change meanwhile: switching holds every shard, and the command
+        // holds its own.
+        let switched = index.is_switched();
         let version = self.hlc.next(now_ms);
         let Scratch {
             batch,
@@ -790,7 +793,7 @@ impl Persistence {
                     // keys get a tombstone before their first operation. (With the
                     // map in force, the key is the keyspace's once it has switched.)
                     let external = if changed.is_none() {
-                        index.is_switched()
+                        switched
                     } else {
                         index.is_external(&key.concat())
                     };
@@ -862,7 +865,7 @@ impl Persistence {
                     *list = None;
                 }
             }
-        } else if !index.is_switched() {
+        } else if !switched {
             listed.iter_mut().for_each(|list| *list = None);
         } else if !functions {
             // Every key is a database's, in the map in force: the keyspace's own.

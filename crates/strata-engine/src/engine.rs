@@ -465,6 +465,13 @@ impl Engine {
         Ok(acc)
     }
 
+    /// Sets how many bytes of zeros the log keeps written past its records from
+    /// now on (see [`LogOptions::zero_ahead`](crate::options::LogOptions::zero_ahead)):
+    /// for a caller that starts or stops fsyncing after most writes.
+    pub fn set_zero_ahead(&self, bytes: u64) {
+        self.inner.log.set_zero_ahead(bytes);
+    }
+
     /// Makes every write so far durable.
     pub fn sync(&self) -> Result<()> {
         self.inner.log.sync()

@@ -75,8 +75,9 @@
 //!   sealing it finds little left to write.
 //!
 //! After a crash the store reopens to a prefix of the acknowledged history:
-//! a torn last record is truncated (and logged), batches are all or
-//! nothing. Damage anywhere else is refused with [`Error::Corrupt`] naming
+//! a torn last record is truncated (and logged), as are the unused zeros
+//! past the records that [`LogOptions::zero_ahead`](options::LogOptions::zero_ahead)
+//! keeps written; batches are all or nothing. Damage anywhere else is refused with [`Error::Corrupt`] naming
 //! the file and offset, unless [`Options::with_repair`] asks to drop the
 //! damaged tail. If a write or fsync fails, the engine is poisoned and
 //! refuses writes with [`Error::Poisoned`] until it is reopened: after a

@@ -4,8 +4,10 @@
 //! (all policies), fsyncs them (`EverySecond`), and writes the hint files of
 //! segments sealed since its last round. Under `Never` and `EverySecond` it is
 //! also woken to fsync each time the active segment has grown by a writeback
-//! step, so that a segment's rotation finds little left to write. It never
-//! holds the writer lock during an fsync, so appends and reads go on meanwhile.
+//! step, so that a segment's rotation finds little left to write, and, when
+//! [`LogOptions::zero_ahead`](crate::options::LogOptions::zero_ahead) asks for
+//! it, to write zeros past the active segment's records. It never holds the
+//! writer lock during an fsync, so appends and reads go on meanwhile.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -27,7 +29,7 @@ pub(super) fn spawn(shared: Arc<Shared>) -> Result<JoinHandle<()>> {
 
 fn run(shared: &Shared) {
     loop {
-        let writeback = {
+        let (writeback, zeros) = {
             let mut wake = shared.wake_lock.lock();
             if !wake.stop && !wake.writeback {
                 shared.wake.wait_for(&mut wake, INTERVAL);
@@ -35,9 +37,16 @@ fn run(shared: &Shared) {
             if wake.stop {
                 return;
             }
-            std::mem::take(&mut wake.writeback)
+            (
+                std::mem::take(&mut wake.writeback),
+                std::mem::take(&mut wake.zeros),
+            )
         };
         if shared.poisoned.load(Ordering::Acquire) {
+            continue;
+        }
+        if zeros && let Err(e) = shared.write_zeros_ahead() {
+            tracing::warn!(error = %e, "fsync of the zeros ahead of the log failed");
             continue;
         }
         if writeback || shared.options.fsync == FsyncPolicy::EverySecond {
@@ -62,6 +71,9 @@ pub(super) fn finish_active(shared: &Shared) -> Result<()> {
         shared.vfs.remove(&writer.active.path)?;
         shared.vfs.sync_dir(&shared.dir)?;
         return Ok(());
+    }
+    if shared.trim_zeros(&writer.active)? {
+        writer.active.file.sync_data()?;
     }
     if shared.options.write_hints {
         shared.write_hint(&writer.active)?;

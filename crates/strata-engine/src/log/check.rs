@@ -24,6 +24,11 @@ pub struct SegmentCheck {
     pub path: PathBuf,
     /// Bytes in the file.
     pub len: u64,
+    /// Zeros at the end of the last segment, past its records: room a log that
+    /// writes zeros ahead of its records left unused when it stopped (see
+    /// [`crate::options::LogOptions::zero_ahead`]). Opening trims them; they are
+    /// not damage.
+    pub zeros: u64,
     /// Intact records before the damage (or the end), by kind.
     pub puts: u64,
     pub merges: u64,
@@ -116,6 +121,7 @@ pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
             id,
             path,
             len,
+            zeros: 0,
             puts: 0,
             merges: 0,
             deletes: 0,
@@ -152,17 +158,23 @@ pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
                 Ok(())
             },
         )?;
-        if let Ok(ScanEnd::Damaged {
-            offset,
-            reason,
-            torn,
-        }) = end
-        {
-            check.damage = Some(Damage {
+        match end {
+            Ok(ScanEnd::Damaged { offset, zeros, .. }) if zeros && is_last => {
+                check.zeros = len - offset;
+            }
+            Ok(ScanEnd::Damaged {
                 offset,
                 reason,
-                torn_tail: torn && is_last,
-            });
+                torn,
+                ..
+            }) => {
+                check.damage = Some(Damage {
+                    offset,
+                    reason,
+                    torn_tail: torn && is_last,
+                });
+            }
+            Ok(ScanEnd::Clean) | Err(_) => {}
         }
         if hints.contains(&id) {
             let hint_path = dir.join(id.hint_name());

@@ -180,6 +180,13 @@ pub(crate) struct SegmentFile {
     pub file: Arc<dyn VfsFile>,
     /// Bytes handed to the file (for sealed segments, the file's length).
     pub flushed: AtomicU64,
+    /// Where the zeros written ahead of the records end (see
+    /// [`LogOptions::zero_ahead`]); at most `flushed` when there are none.
+    /// Changed under the flush lock.
+    pub zeroed: AtomicU64,
+    /// The segment is being sealed: no more zeros are written past its records.
+    /// Set under the flush lock.
+    pub sealing: AtomicBool,
 }
 
 impl SegmentFile {
@@ -189,6 +196,8 @@ impl SegmentFile {
             path,
             file,
             flushed: AtomicU64::new(len),
+            zeroed: AtomicU64::new(len),
+            sealing: AtomicBool::new(false),
         }
     }
 }
@@ -220,6 +229,9 @@ pub(crate) struct Wake {
     /// The active segment has grown by a writeback step since the last
     /// request: the thread fsyncs it now (see [`LogOptions::writeback_step`]).
     pub writeback: bool,
+    /// The zeros written ahead of the active segment's records run short: the
+    /// thread writes more (see [`LogOptions::zero_ahead`]).
+    pub zeros: bool,
 }
 
 pub(crate) struct Shared {
@@ -245,7 +257,10 @@ pub(crate) struct Shared {
     total_bytes: AtomicU64,
     /// Sealed segments whose hint files are still to be written.
     pending_hints: Mutex<Vec<SegmentId>>,
-    /// Wakes the background thread early (shutdown, writeback).
+    /// Bytes of zeros to keep past the active segment's records
+    /// ([`LogOptions::zero_ahead`], changeable at run time).
+    zero_ahead: AtomicU64,
+    /// Wakes the background thread early (shutdown, writeback, zeros).
     wake: Condvar,
     wake_lock: Mutex<Wake>,
     _lock: Box<dyn VfsLock>,
@@ -298,6 +313,13 @@ impl Log {
     /// The log's options.
     pub fn options(&self) -> &LogOptions {
         &self.shared.options
+    }
+
+    /// Sets how many bytes of zeros to keep written past the active segment's
+    /// records from now on (see [`LogOptions::zero_ahead`]); 0 stops writing
+    /// more. Zeros already written stay until the segment is sealed.
+    pub fn set_zero_ahead(&self, bytes: u64) {
+        self.shared.zero_ahead.store(bytes, Ordering::Relaxed);
     }
 
     /// Appends one record and returns its location (after it is durable under `Always`).
@@ -359,6 +381,9 @@ impl Log {
             };
             if writer.writeback_due() {
                 self.shared.request_writeback();
+            }
+            if writer.zeros_due(self.shared.zero_ahead.load(Ordering::Relaxed)) {
+                self.shared.request_zeros();
             }
             self.shared
                 .total_bytes
@@ -637,6 +662,9 @@ impl Shared {
     fn rotate(&self, writer: &mut Writer, hint: bool) -> Result<()> {
         // Appends wait for the writer lock: this flush leaves the buffer empty.
         let lsn = self.flush_to(u64::MAX)?;
+        if let Err(e) = self.trim_zeros(&writer.active) {
+            return Err(self.poison(e, "truncating the zeros past a segment's records"));
+        }
         if let Err(e) = writer.active.file.sync_data() {
             return Err(self.poison(e, "fsync"));
         }
@@ -921,6 +949,77 @@ impl Shared {
     fn request_writeback(&self) {
         self.wake_lock.lock().writeback = true;
         self.wake.notify_one();
+    }
+
+    fn request_zeros(&self) {
+        self.wake_lock.lock().zeros = true;
+        self.wake.notify_one();
+    }
+
+    /// Writes zeros past the active segment's records until [`Shared::zero_ahead`]
+    /// bytes follow what has been handed to the file (never past the segment
+    /// size), then fsyncs them, so that the fsyncs of the records that will
+    /// overwrite them change no file size. Runs on the background thread. The
+    /// zeros are written under the flush lock, a piece at a time: no record is
+    /// written meanwhile, so none is overwritten, and a flush waits for one piece
+    /// at most.
+    pub(crate) fn write_zeros_ahead(&self) -> Result<()> {
+        /// The zeros written in one hold of the flush lock.
+        const PIECE: u64 = 256 << 10;
+        let mut zeros = Vec::new();
+        let ahead = self.zero_ahead.load(Ordering::Relaxed);
+        let mut wrote = None;
+        loop {
+            let _flush = self.flush.lock();
+            if self.poisoned.load(Ordering::Acquire) || self.closed.load(Ordering::Acquire) {
+                break;
+            }
+            let segment = self.tail.lock().segment.clone();
+            if segment.sealing.load(Ordering::Acquire) {
+                break;
+            }
+            let flushed = segment.flushed.load(Ordering::Acquire);
+            let want = flushed.saturating_add(ahead).min(self.options.segment_size);
+            let from = segment.zeroed.load(Ordering::Acquire).max(flushed);
+            if from >= want {
+                break;
+            }
+            let n = (want - from).min(PIECE);
+            zeros.resize(n as usize, 0);
+            if let Err(e) = write_all_at(&*segment.file, &zeros, from) {
+                // Nothing is lost: the records are written where the zeros were
+                // not, growing the file as without them.
+                tracing::warn!(dir = %self.dir.display(), error = %e, "writing zeros ahead of the log failed");
+                break;
+            }
+            segment.zeroed.store(from + n, Ordering::Release);
+            wrote = Some(segment);
+        }
+        if let Some(segment) = wrote
+            && let Err(e) = segment.file.sync_data()
+        {
+            // The file's dirty pages, records included, may be lost: as for any
+            // failed fsync of the log.
+            return Err(self.poison(e, "fsync"));
+        }
+        Ok(())
+    }
+
+    /// Cuts the zeros written past `segment`'s records (see
+    /// [`LogOptions::zero_ahead`]), for good: called before it is sealed or the
+    /// log closes, after its last flush. True if there were some: the caller
+    /// then fsyncs the segment. The file's size decides, not `zeroed`: a write of
+    /// zeros that failed half-way (a full disk) may have left some past it.
+    pub(crate) fn trim_zeros(&self, segment: &SegmentFile) -> std::io::Result<bool> {
+        let _flush = self.flush.lock();
+        segment.sealing.store(true, Ordering::Release);
+        let flushed = segment.flushed.load(Ordering::Acquire);
+        if segment.zeroed.load(Ordering::Acquire) <= flushed && segment.file.size()? <= flushed {
+            return Ok(false);
+        }
+        segment.file.set_len(flushed)?;
+        segment.zeroed.store(flushed, Ordering::Release);
+        Ok(true)
     }
 
     fn sync_now(&self) -> Result<()> {

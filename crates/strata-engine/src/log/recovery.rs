@@ -170,9 +170,12 @@ pub(super) fn open(
             offset,
             reason,
             torn,
+            zeros,
         }) = end
         {
-            if torn && is_last {
+            if zeros && is_last {
+                tracing::debug!(segment = %path.display(), offset, "trimming the zeros written ahead of the log's records");
+            } else if torn && is_last {
                 tracing::warn!(segment = %path.display(), offset, %reason, "truncating a torn record at the end of the log");
             } else if options.repair {
                 tracing::warn!(segment = %path.display(), offset, %reason, "repair: dropping the log from a damaged record on");
@@ -196,6 +199,7 @@ pub(super) fn open(
         map.insert(id, Arc::new(SegmentFile::new(id, path, file, len)));
     }
 
+    let zero_ahead = options.zero_ahead;
     let active_id = SegmentId::next_active(last);
     let active = writer::create_segment(&*vfs, dir, active_id, &active_id.file_name())?;
     total += SEGMENT_HEADER_LEN as u64;
@@ -217,6 +221,7 @@ pub(super) fn open(
         poison_cause: Mutex::new(None),
         closed: AtomicBool::new(false),
         total_bytes: AtomicU64::new(total),
+        zero_ahead: AtomicU64::new(zero_ahead),
         pending_hints: Mutex::new(missing_hints),
         wake: Condvar::new(),
         wake_lock: Mutex::new(Wake::default()),

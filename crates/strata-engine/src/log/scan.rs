@@ -26,8 +26,14 @@ pub(crate) enum ScanEnd {
         offset: u64,
         /// What is wrong with it.
         reason: DecodeError,
-        /// True when the damage reaches the end of the file: a torn write.
+        /// True when nothing but zeros follows the damage: a torn write (the
+        /// file ends there, or the rest is zeros the file system or the log
+        /// wrote ahead of its records).
         torn: bool,
+        /// True when every byte from `offset` on is zero: no record at all but
+        /// the room a log that writes zeros ahead of its records left unused
+        /// (see [`crate::options::LogOptions::zero_ahead`]).
+        zeros: bool,
     },
 }
 
@@ -64,11 +70,15 @@ pub(crate) fn scan<E>(
         let header = match record::Header::decode(head) {
             Ok(header) => header,
             Err(reason) => {
-                let torn = head.len() < HEADER_LEN || window.zeros_to_end(pos)?;
+                let short = head.len() < HEADER_LEN;
+                let zeros = window.zeros_to_end(pos)?;
+                // A header cut short, by the end of the file or by zeros after it.
+                let torn = zeros || short || window.zeros_to_end(pos + HEADER_LEN as u64)?;
                 return Ok(Ok(ScanEnd::Damaged {
                     offset: pos,
                     reason,
                     torn,
+                    zeros,
                 }));
             }
         };
@@ -81,6 +91,7 @@ pub(crate) fn scan<E>(
                     available: len - pos,
                 },
                 torn: true,
+                zeros: false,
             }));
         }
         let total_usize = usize::try_from(total)
@@ -89,11 +100,13 @@ pub(crate) fn scan<E>(
         let frame = match record::decode(bytes) {
             Ok(frame) => frame,
             Err(reason) => {
-                let torn = pos + total == len || window.zeros_to_end(pos)?;
+                // The last record, or one whose unwritten rest reads as zeros.
+                let torn = pos + total == len || window.zeros_to_end(pos + total)?;
                 return Ok(Ok(ScanEnd::Damaged {
                     offset: pos,
                     reason,
                     torn,
+                    zeros: false,
                 }));
             }
         };
@@ -107,6 +120,7 @@ pub(crate) fn scan<E>(
                         offset: pos,
                         reason,
                         torn: false,
+                        zeros: false,
                     }));
                 }
             };

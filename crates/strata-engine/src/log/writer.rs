@@ -42,6 +42,9 @@ pub(crate) struct Writer {
     /// Growth between two such requests; `u64::MAX` for none (`Always`, whose
     /// writers fsync every record themselves).
     writeback_step: u64,
+    /// `len` at which the background thread is next asked to write zeros ahead
+    /// (see [`crate::options::LogOptions::zero_ahead`]).
+    zero_at: u64,
 }
 
 /// The state behind the tail lock: the write buffer.
@@ -108,6 +111,7 @@ impl Writer {
             records: 0,
             writeback_at: len.saturating_add(writeback_step),
             writeback_step,
+            zero_at: 0,
         }
     }
 
@@ -117,7 +121,20 @@ impl Writer {
         self.len = SEGMENT_HEADER_LEN as u64;
         self.records = 0;
         self.writeback_at = self.len.saturating_add(self.writeback_step);
+        self.zero_at = 0;
         std::mem::replace(&mut self.active, next)
+    }
+
+    /// Whether the background thread should now write more zeros past the
+    /// active segment's records, `ahead` bytes being the room to keep (0: none):
+    /// at the first append of a segment, then each time it has grown by half
+    /// that room since.
+    pub fn zeros_due(&mut self, ahead: u64) -> bool {
+        if ahead == 0 || self.len < self.zero_at {
+            return false;
+        }
+        self.zero_at = self.len.saturating_add(ahead / 2);
+        true
     }
 
     /// Whether the active segment has grown by a writeback step since this last

@@ -158,8 +158,10 @@ impl SimVfs {
 
     /// Simulates a power loss: returns the file system a reboot would find.
     ///
-    /// `seed` chooses how much of each file's unsynced tail survives. This
-    /// instance fails every call afterwards.
+    /// Of each file's unsynced writes, from the first byte they changed on, a
+    /// prefix survives, whose length `seed` chooses: the rest reads as it was
+    /// at the last fsync (appended bytes are lost, bytes written over old ones
+    /// read as the old ones). This instance fails every call afterwards.
     pub fn crash(&self, seed: u64) -> SimVfs {
         let mut state = self.state.lock();
         state.crashed = true;
@@ -177,14 +179,18 @@ impl SimVfs {
         for (path, node) in &state.durable {
             let node = node.lock();
             let mut bytes = node.durable.clone();
-            if node.written.len() > node.durable.len() && node.written.starts_with(&node.durable) {
-                let extra = node.written.len() - node.durable.len();
-                let keep = usize::try_from(next() % (extra as u64 + 1)).unwrap_or(0);
-                bytes.extend_from_slice(
-                    node.written
-                        .get(node.durable.len()..node.durable.len() + keep)
-                        .unwrap_or_default(),
-                );
+            let same = node
+                .written
+                .iter()
+                .zip(&node.durable)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if node.written.len() > same {
+                let changed = node.written.len() - same;
+                let keep = usize::try_from(next() % (changed as u64 + 1)).unwrap_or(0);
+                let cut = same + keep;
+                bytes = node.written.get(..cut).unwrap_or_default().to_vec();
+                bytes.extend_from_slice(node.durable.get(cut..).unwrap_or_default());
             }
             let fresh = Arc::new(Mutex::new(Node {
                 written: bytes.clone(),
@@ -489,6 +495,32 @@ mod tests {
             assert!(bytes.starts_with(b"durable"));
             assert!(b"durable-volatile".starts_with(&bytes));
         }
+    }
+
+    #[test]
+    fn bytes_written_over_synced_ones_survive_a_crash_as_a_prefix() {
+        let vfs = SimVfs::new();
+        let dir = Path::new("/db");
+        let a = vfs.open(&dir.join("a"), OpenMode::CreateNew).unwrap();
+        write_all_at(&*a, &[0u8; 16], 0).unwrap();
+        a.sync_data().unwrap();
+        vfs.sync_dir(dir).unwrap();
+        write_all_at(&*a, b"abcdef", 4).unwrap();
+
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            let after = vfs.fork().crash(seed);
+            let bytes = after.read_file(&dir.join("a")).unwrap();
+            assert_eq!(bytes.len(), 16, "an overwrite changes no length");
+            let kept = bytes.iter().skip(4).take_while(|b| **b != 0).count();
+            assert_eq!(bytes.get(4..4 + kept), b"abcdef".get(..kept));
+            assert!(bytes.iter().skip(4 + kept).all(|b| *b == 0), "{bytes:?}");
+            seen.insert(kept);
+        }
+        assert!(
+            seen.len() > 2,
+            "the seeds choose different prefixes: {seen:?}"
+        );
     }
 
     #[test]

@@ -143,3 +143,83 @@ fn a_damaged_record_read_through_a_hint_is_a_checksum_mismatch() {
     assert!(matches!(err, Error::ChecksumMismatch { .. }), "{err}");
     assert!(engine.get(&key(6)).unwrap().is_some());
 }
+
+/// Writes `len` zeros at `offset` of the file at `path` (past its end too).
+fn zero(path: &Path, offset: u64, len: usize) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.write_all_at(&vec![0u8; len], offset).unwrap();
+}
+
+#[test]
+fn zeros_after_the_last_records_are_no_damage_and_opening_trims_them() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 100);
+    remove_hints(dir.path());
+    let last = segment_files(dir.path()).last().unwrap().clone();
+    let len = HEADER + 100 * RECORD;
+    // What a log writing zeros ahead of its records leaves when it stops.
+    zero(&last, len, 10_000);
+    let report = strata_engine::check(&strata_engine::OsVfs, dir.path()).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    let checked = report.segments.last().unwrap();
+    assert_eq!((checked.zeros, checked.puts), (10_000, 100));
+
+    let engine = Engine::open(dir.path(), disk_options()).unwrap();
+    for i in 0..100 {
+        assert!(engine.contains(&key(i)));
+    }
+    assert_eq!(std::fs::metadata(&last).unwrap().len(), len);
+}
+
+#[test]
+fn a_record_cut_short_by_zeros_is_a_torn_tail() {
+    // The record's end, or part of its header, never replaced the zeros there.
+    for cut in [RECORD - 30, 10] {
+        let dir = tempfile::tempdir().unwrap();
+        fill(dir.path(), 100);
+        remove_hints(dir.path());
+        let last = segment_files(dir.path()).last().unwrap().clone();
+        let start = HEADER + 99 * RECORD;
+        zero(&last, start + cut, (RECORD - cut) as usize + 4096);
+        let report = strata_engine::check(&strata_engine::OsVfs, dir.path()).unwrap();
+        assert!(report.first_corruption().is_none(), "{report:?}");
+        let engine = Engine::open(dir.path(), disk_options()).unwrap();
+        for i in 0..99 {
+            assert!(engine.contains(&key(i)));
+        }
+        assert!(!engine.contains(&key(99)));
+        assert_eq!(std::fs::metadata(&last).unwrap().len(), start);
+    }
+}
+
+#[test]
+fn zeros_before_records_or_at_the_end_of_a_sealed_segment_are_corruption() {
+    // A record of the last segment zeroed, intact records after it.
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 100);
+    remove_hints(dir.path());
+    let last = segment_files(dir.path()).last().unwrap().clone();
+    zero(&last, HEADER + 50 * RECORD, RECORD as usize);
+    let err = Engine::open(dir.path(), disk_options()).unwrap_err();
+    assert!(
+        matches!(err, Error::Corrupt { offset, .. } if offset == HEADER + 50 * RECORD),
+        "{err}"
+    );
+
+    // Sealing cuts a segment's zeros: zeros after a sealed segment's records
+    // mean that something else wrote there.
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 1_000);
+    remove_hints(dir.path());
+    let first = segment_files(dir.path())[0].clone();
+    let len = std::fs::metadata(&first).unwrap().len();
+    zero(&first, len, 4096);
+    let err = Engine::open(dir.path(), disk_options()).unwrap_err();
+    match &err {
+        Error::Corrupt {
+            segment, offset, ..
+        } => assert_eq!((segment, *offset), (&first, len)),
+        other => panic!("expected Corrupt, got {other}"),
+    }
+}

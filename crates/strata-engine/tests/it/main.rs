@@ -12,3 +12,4 @@ mod external;
 mod faults;
 mod kill9;
 mod model;
+mod zeros;

@@ -151,6 +151,12 @@ fn print_segment(s: &SegmentCheck) {
         "  {name}: {} bytes, {} puts, {} merges, {} deletes, {hint}",
         s.len, s.puts, s.merges, s.deletes
     );
+    if s.zeros > 0 {
+        println!(
+            "    {} bytes of zeros after the records (written ahead of them; trimmed on start-up)",
+            s.zeros
+        );
+    }
     if let Some(d) = &s.damage {
         let what = if d.torn_tail { "torn write" } else { "damage" };
         println!("    {what} at offset {}: {}", d.offset, d.reason);

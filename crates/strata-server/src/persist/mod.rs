@@ -75,6 +75,19 @@ const SYNCER_QUIET_POLLS: u32 = 100;
 /// changes and, under `always`, the first wait after a quiet time).
 const SYNCER_IDLE_POLL: Duration = Duration::from_millis(100);
 
+/// Bytes of zeros the store keeps written past its log's records under
+/// `appendfsync always`, where a reply waits for each fsync: the fsync of records
+/// written over zeros changes no file size, which took an `fdatasync` on ext4
+/// from 172–183 µs to 124 µs (see `strata_engine::LogOptions::zero_ahead`). None
+/// under the other policies, whose fsyncs no reply waits for: the zeros would
+/// only double what reaches the device.
+fn zero_ahead(fsync: Appendfsync) -> u64 {
+    match fsync {
+        Appendfsync::Always => 4 << 20,
+        Appendfsync::Everysec | Appendfsync::No => 0,
+    }
+}
+
 /// Stores of this process that refuse writes (their `error` is set). Zero means no
 /// store has an error, which write commands check before each run without finding
 /// the server's current store (see [`Persistence::any_failed`]).
@@ -326,6 +339,7 @@ impl Persistence {
             .map_err(|e| anyhow::anyhow!("can't create {}: {e}", dir.display()))?;
         let options = Options::default()
             .with_fsync(FsyncPolicy::Never)
+            .with_zero_ahead(zero_ahead(fsync))
             .with_compaction(None)
             .with_merge_operator(replay);
         let databases = keyspace.databases();
@@ -424,6 +438,9 @@ impl Persistence {
 
     pub fn set_fsync(&self, fsync: Appendfsync) {
         self.fsync.store(fsync_code(fsync), Ordering::Relaxed);
+        if let Some(engine) = self.engine.load().as_ref() {
+            engine.set_zero_ahead(zero_ahead(fsync));
+        }
         self.kick();
     }
 
@@ -1264,6 +1281,7 @@ impl Persistence {
                     return;
                 }
             };
+        engine.set_zero_ahead(zero_ahead(self.fsync()));
         self.index.store(index);
         self.engine.store(Some(engine.clone()));
         let result = self.reconcile(&engine, ks).and_then(|fixed| {

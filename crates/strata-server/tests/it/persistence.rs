@@ -469,6 +469,45 @@ fn strata_check(args: &[&std::ffi::OsStr]) -> (bool, String) {
     )
 }
 
+/// Under `appendfsync always` the log's active segment keeps zeros written past
+/// its records (its fsyncs then change no file size); under `everysec` it grows
+/// with its records. A kill -9 leaves the zeros, which start-up trims.
+#[test]
+fn appendfsync_always_keeps_zeros_written_past_the_log() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut server = strata_in(dir.path(), &["--appendfsync", "always"]);
+    let mut conn = server.redis();
+    let _: () = conn.set("a", "1").expect("set");
+    let active = || store_segments(dir.path()).pop().expect("a segment");
+    let len = || std::fs::metadata(active()).map_or(0, |m| m.len());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while len() < 1 << 20 {
+        assert!(
+            Instant::now() < deadline,
+            "no zeros past the records: {} bytes",
+            len()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    server.kill9();
+
+    let mut server = strata_in(dir.path(), &["--appendfsync", "everysec"]);
+    let mut conn = server.redis();
+    let v: String = conn.get("a").expect("get");
+    assert_eq!(v, "1");
+    let first = store_segments(dir.path()).remove(0);
+    let trimmed = std::fs::metadata(&first).expect("meta").len();
+    assert!(trimmed < 1 << 20, "start-up left {trimmed} bytes");
+    let _: () = conn.set("b", "2").expect("set");
+    let grown = len();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(grown < 1 << 20, "{grown} bytes under everysec");
+    drop(conn);
+    shutdown(&mut server);
+    let (ok, text) = strata_check(&[dir.path().as_os_str()]);
+    assert!(ok && !text.contains("zeros"), "{text}");
+}
+
 #[test]
 fn torn_tails_are_truncated_and_corruption_stops_start_up_until_repaired() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -481,16 +520,18 @@ fn torn_tails_are_truncated_and_corruption_stops_start_up_until_repaired() {
     drop(conn);
     server.kill9();
 
-    // A torn write at the end: the last record cut short.
+    // A torn write at the end: the last record's end never replaced the zeros
+    // that `always` keeps written past the records.
     let last = store_segments(dir.path()).pop().expect("a segment");
-    let bytes = std::fs::read(&last).expect("read");
-    let record = bytes.len()
-        - bytes
-            .windows(4)
-            .rposition(|w| w == b"k199")
-            .expect("last key");
-    let good_len = bytes.len() - record - 40;
-    std::fs::write(&last, &bytes[..bytes.len() - 30]).expect("write");
+    let mut bytes = std::fs::read(&last).expect("read");
+    let end = bytes.iter().rposition(|b| *b != 0).expect("records") + 1;
+    assert!(bytes.len() > end, "zeros follow the records");
+    let key_at = bytes[..end]
+        .windows(4)
+        .rposition(|w| w == b"k199")
+        .expect("last key");
+    bytes[end - 30..].fill(0);
+    std::fs::write(&last, &bytes).expect("write");
     let (ok, text) = strata_check(&[dir.path().as_os_str()]);
     assert!(ok, "{text}");
     assert!(text.contains("torn"), "{text}");
@@ -500,7 +541,7 @@ fn torn_tails_are_truncated_and_corruption_stops_start_up_until_repaired() {
     assert_eq!(n, 199);
     drop(conn);
     shutdown(&mut server);
-    assert!(std::fs::metadata(&last).expect("meta").len() as usize <= good_len + 40);
+    assert!(std::fs::metadata(&last).expect("meta").len() as usize <= key_at);
 
     // Damage in the middle of a segment: start-up stops, naming file and offset.
     let seg = store_segments(dir.path())

@@ -965,8 +965,8 @@ impl Shared {
     /// at most.
     pub(crate) fn write_zeros_ahead(&self) -> Result<()> {
         /// The zeros written in one hold of the flush lock.
-        const PIECE: u64 = 256 << 10;
-        let mut zeros = Vec::new();
+        const PIECE: usize = 256 << 10;
+        let zeros = vec![0u8; PIECE];
         let ahead = self.zero_ahead.load(Ordering::Relaxed);
         let mut wrote = None;
         loop {
@@ -984,9 +984,9 @@ impl Shared {
             if from >= want {
                 break;
             }
-            let n = (want - from).min(PIECE);
-            zeros.resize(n as usize, 0);
-            if let Err(e) = write_all_at(&*segment.file, &zeros, from) {
+            let n = (want - from).min(PIECE as u64);
+            let piece = zeros.get(..n as usize).unwrap_or_default();
+            if let Err(e) = write_all_at(&*segment.file, piece, from) {
                 // Nothing is lost: the records are written where the zeros were
                 // not, growing the file as without them.
                 tracing::warn!(dir = %self.dir.display(), error = %e, "writing zeros ahead of the log failed");

@@ -6,6 +6,23 @@ use std::sync::Arc;
 
 use strata_engine::{AppendOperator, FsyncPolicy, ManualClock, Options, SimVfs};
 
+/// A segment file's header.
+pub const HEADER: u64 = 16;
+/// A record of a [`key`] and a 100-byte value: its header, key and value.
+pub const RECORD: u64 = 32 + 12 + 100;
+
+/// Waits (ten seconds at most) until `done` holds.
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// The directory used inside simulated file systems.
 pub fn sim_dir() -> PathBuf {
     PathBuf::from("/db")

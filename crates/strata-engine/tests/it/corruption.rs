@@ -5,10 +5,7 @@ use std::path::Path;
 
 use strata_engine::{Engine, Error};
 
-use crate::common::{disk_options, flip, key, remove_hints, segment_files};
-
-const RECORD: u64 = 32 + 12 + 100;
-const HEADER: u64 = 16;
+use crate::common::{HEADER, RECORD, disk_options, flip, key, remove_hints, segment_files};
 
 fn fill(dir: &Path, count: u64) {
     let engine = Engine::open(dir, disk_options()).unwrap();

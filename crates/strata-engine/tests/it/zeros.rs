@@ -3,23 +3,13 @@
 //! store that opens with every synced record.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use strata_engine::{Engine, FsyncPolicy, ManualClock, SimVfs, check};
 
-use crate::common::{disk_options, key, segment_files, sim_dir, sim_options, value};
-
-const RECORD: u64 = 32 + 12 + 100;
-const HEADER: u64 = 16;
-
-/// Waits (ten seconds at most) until `done` holds.
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+use crate::common::{
+    HEADER, RECORD, disk_options, key, segment_files, sim_dir, sim_options, value, wait_for,
+};
 
 fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).unwrap().len()

@@ -71,9 +71,9 @@ pub struct LogOptions {
     /// Bytes of zeros the background thread keeps written (and fsynced) past the
     /// end of the active segment's records; 0 for none (the default). Records
     /// then overwrite blocks the file already has instead of growing it, so an
-    /// fsync of them writes no file size and allocates no block: on ext4 an
-    /// appending `fdatasync` that also commits the journal for the new length
-    /// took 172–183 µs against 124 µs for one within written zeros. Worth it
+    /// fsync of them writes no new file size: on ext4 an appending `fdatasync`,
+    /// which also writes the inode with the file's new length, took 172–183 µs
+    /// against 124 µs for one within written zeros. Worth it
     /// for a caller that fsyncs after most writes; it writes each segment's
     /// bytes to the device twice. A segment is cut back to its records when it
     /// is sealed or the log closes; after a crash, opening trims the zeros.

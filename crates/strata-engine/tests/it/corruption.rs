@@ -1,7 +1,7 @@
 //! Damaged files: corruption is named by file and offset, repair keeps the
 //! intact prefix, a torn tail is truncated.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use strata_engine::{Engine, Error};
 
@@ -15,12 +15,18 @@ fn fill(dir: &Path, count: u64) {
     engine.close().unwrap();
 }
 
+/// [`fill`], then the hints removed so that opening scans every segment; the
+/// segment files, in order.
+fn fill_unhinted(dir: &Path, count: u64) -> Vec<PathBuf> {
+    fill(dir, count);
+    remove_hints(dir);
+    segment_files(dir)
+}
+
 #[test]
 fn a_flipped_byte_mid_segment_names_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
-    fill(dir.path(), 1_000);
-    remove_hints(dir.path());
-    let first = segment_files(dir.path())[0].clone();
+    let first = fill_unhinted(dir.path(), 1_000).remove(0);
     flip(&first, HEADER + 10 * RECORD + 60);
     let err = Engine::open(dir.path(), disk_options()).unwrap_err();
     match &err {
@@ -43,9 +49,7 @@ fn a_flipped_byte_mid_segment_names_file_and_offset() {
 #[test]
 fn damage_in_the_last_segment_before_intact_records_is_corruption() {
     let dir = tempfile::tempdir().unwrap();
-    fill(dir.path(), 100);
-    remove_hints(dir.path());
-    let last = segment_files(dir.path()).last().unwrap().clone();
+    let last = fill_unhinted(dir.path(), 100).pop().unwrap();
     flip(&last, HEADER + 50 * RECORD + 40);
     let err = Engine::open(dir.path(), disk_options()).unwrap_err();
     assert!(
@@ -57,9 +61,7 @@ fn damage_in_the_last_segment_before_intact_records_is_corruption() {
 #[test]
 fn repair_keeps_the_intact_prefix() {
     let dir = tempfile::tempdir().unwrap();
-    fill(dir.path(), 1_000);
-    remove_hints(dir.path());
-    let segments = segment_files(dir.path());
+    let segments = fill_unhinted(dir.path(), 1_000);
     assert!(segments.len() >= 3);
     flip(&segments[0], HEADER + 10 * RECORD + 60);
     let engine = Engine::open(dir.path(), disk_options().with_repair(true)).unwrap();
@@ -93,9 +95,7 @@ fn repair_keeps_the_intact_prefix() {
 #[test]
 fn a_torn_tail_is_truncated() {
     let dir = tempfile::tempdir().unwrap();
-    fill(dir.path(), 100);
-    remove_hints(dir.path());
-    let last = segment_files(dir.path()).last().unwrap().clone();
+    let last = fill_unhinted(dir.path(), 100).pop().unwrap();
     let len = std::fs::metadata(&last).unwrap().len();
     assert_eq!(len, HEADER + 100 * RECORD);
     // Cut the last record short.
@@ -151,9 +151,7 @@ fn zero(path: &Path, offset: u64, len: usize) {
 #[test]
 fn zeros_after_the_last_records_are_no_damage_and_opening_trims_them() {
     let dir = tempfile::tempdir().unwrap();
-    fill(dir.path(), 100);
-    remove_hints(dir.path());
-    let last = segment_files(dir.path()).last().unwrap().clone();
+    let last = fill_unhinted(dir.path(), 100).pop().unwrap();
     let len = HEADER + 100 * RECORD;
     // What a log writing zeros ahead of its records leaves when it stops.
     zero(&last, len, 10_000);
@@ -174,9 +172,7 @@ fn a_record_cut_short_by_zeros_is_a_torn_tail() {
     // The record's end, or part of its header, never replaced the zeros there.
     for cut in [RECORD - 30, 10] {
         let dir = tempfile::tempdir().unwrap();
-        fill(dir.path(), 100);
-        remove_hints(dir.path());
-        let last = segment_files(dir.path()).last().unwrap().clone();
+        let last = fill_unhinted(dir.path(), 100).pop().unwrap();
         let start = HEADER + 99 * RECORD;
         zero(&last, start + cut, (RECORD - cut) as usize + 4096);
         let report = strata_engine::check(&strata_engine::OsVfs, dir.path()).unwrap();
@@ -194,9 +190,7 @@ fn a_record_cut_short_by_zeros_is_a_torn_tail() {
 fn zeros_before_records_or_at_the_end_of_a_sealed_segment_are_corruption() {
     // A record of the last segment zeroed, intact records after it.
     let dir = tempfile::tempdir().unwrap();
-    fill(dir.path(), 100);
-    remove_hints(dir.path());
-    let last = segment_files(dir.path()).last().unwrap().clone();
+    let last = fill_unhinted(dir.path(), 100).pop().unwrap();
     zero(&last, HEADER + 50 * RECORD, RECORD as usize);
     let err = Engine::open(dir.path(), disk_options()).unwrap_err();
     assert!(
@@ -207,9 +201,7 @@ fn zeros_before_records_or_at_the_end_of_a_sealed_segment_are_corruption() {
     // Sealing cuts a segment's zeros: zeros after a sealed segment's records
     // mean that something else wrote there.
     let dir = tempfile::tempdir().unwrap();
-    fill(dir.path(), 1_000);
-    remove_hints(dir.path());
-    let first = segment_files(dir.path())[0].clone();
+    let first = fill_unhinted(dir.path(), 1_000).remove(0);
     let len = std::fs::metadata(&first).unwrap().len();
     zero(&first, len, 4096);
     let err = Engine::open(dir.path(), disk_options()).unwrap_err();

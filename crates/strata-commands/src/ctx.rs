@@ -30,15 +30,6 @@ use crate::table::Command;
 /// switches in three seconds fell to 3,833, 852 and 3,898 (docs/BENCHMARKS.md).
 const SHARD_SPINS: u32 = 200;
 
-/// Swaps two batches of records unless both are empty (a read, or a write with the
-/// log off): a batch holds two records inline, so a swap copies both batches whole.
-#[inline]
-fn swap_records(a: &mut crate::effects::Batch, b: &mut crate::effects::Batch) {
-    if !(a.is_empty() && b.is_empty()) {
-        std::mem::swap(a, b);
-    }
-}
-
 /// A handler's view of the keyspace: one database, the shards it holds, the time.
 pub struct Keys<'a> {
     pub ks: &'a Keyspace,
@@ -122,25 +113,24 @@ impl<'a> Keys<'a> {
         }
     }
 
-    /// Takes over the shards and the records not logged yet that `held` keeps (see
-    /// [`Held`]). Nothing may be held yet.
-    pub(crate) fn adopt(&mut self, held: &mut Held<'a>) {
-        debug_assert!(self.guards.is_empty() && self.records.is_empty());
-        std::mem::swap(&mut self.guards, &mut held.guards);
-        self.logging = held.logging;
-        swap_records(&mut self.records, &mut held.records);
-        self.recorded_keys = held.recorded_keys.take();
-    }
-
-    /// Hands the shards held and the records not logged yet to `held`, which keeps
-    /// them for the connection's next command.
-    pub(crate) fn hand_over(&mut self, held: &mut Held<'a>) {
-        debug_assert!(!self.guards.is_empty() && !self.all && held.guards.is_empty());
-        std::mem::swap(&mut self.guards, &mut held.guards);
-        held.logging = self.logging;
-        swap_records(&mut self.records, &mut held.records);
-        held.recorded_keys = self.recorded_keys.take();
-        held.now_ms = self.now_ms;
+    /// Readies the view a held run's commands share (see [`Held`]) for the next
+    /// one: the database, the time and the count of changes become that command's,
+    /// as in a new view; the shards, the records not logged yet and the switches
+    /// read when the first shard was locked stay.
+    #[inline]
+    pub(crate) fn begin_command(&mut self, db: usize, now_ms: u64) {
+        debug_assert!(
+            self.ready.is_empty()
+                && self.changed_keys.is_empty()
+                && self.explicit_ops.is_empty()
+                && self.freed.is_empty()
+        );
+        self.db = db;
+        self.now_ms = now_ms;
+        self.dirty = 0;
+        if !self.tracking.is_empty() {
+            self.tracking = Default::default();
+        }
     }
 
     /// Records made so far by the commands run with this view (an operation
@@ -266,8 +256,21 @@ impl<'a> Keys<'a> {
         self.all = false;
     }
 
+    /// Ends a [`Held`] run's view: its shards released, its records logged (or
+    /// none made).
+    pub(crate) fn end_hold(&mut self) {
+        debug_assert!(self.records.is_empty() && !self.all);
+        self.guards.clear();
+        self.recorded_keys = None;
+    }
+
     pub fn holds_all(&self) -> bool {
         self.all
+    }
+
+    /// Whether no shard is held.
+    pub fn holds_none(&self) -> bool {
+        self.guards.is_empty()
     }
 
     /// The shard with this index, locking it if needed (see the module docs).
@@ -859,22 +862,49 @@ impl<'a> Keys<'a> {
 /// could deadlock, so a busy shard ends the hold (its batch is appended), and the
 /// command then waits holding nothing.
 pub struct Held<'a> {
-    ks: &'a Keyspace,
-    /// The shards held, in index order.
-    guards: SmallVec<[(usize, MutexGuard<'a, Shard>); 4]>,
-    /// [`Keys::logging`] as read when the first shard was locked (it stays in
-    /// force while any shard is held).
-    logging: bool,
-    records: crate::effects::Batch,
-    recorded_keys: Option<RecordedKeys>,
+    /// The view the run's commands share, one after another: the shards held (in
+    /// index order), the records not logged yet, and [`Keys::logging`] as read when
+    /// the first shard was locked (it stays in force while any shard is held). One
+    /// view for the run, rather than one per command handed the shards and records
+    /// of the one before: setting up, handing over and dropping a view cost some
+    /// 200 instructions a command.
+    pub(crate) keys: Keys<'a>,
+    pub(crate) run: Run,
+}
+
+/// What a [`Held`] run counts besides its view.
+#[derive(Default)]
+pub(crate) struct Run {
     /// The replies (ranges of the connection's output) of the commands whose records
-    /// wait in `records`: should the log refuse them, each becomes the error.
+    /// wait in the view: should the log refuse them, each becomes the error.
     replies: SmallVec<[std::ops::Range<usize>; 8]>,
     /// Commands run since the first shard was locked.
     commands: usize,
-    now_ms: u64,
     /// The highest log sequence a reply must wait for, from the batches appended.
     durable: Option<u64>,
+}
+
+impl Run {
+    /// Notes that a command ran; `reply` is its reply if it made records.
+    pub(crate) fn ran(&mut self, reply: Option<std::ops::Range<usize>>) {
+        self.commands += 1;
+        // A push, not `extend`: extending by an `Option` cost some 40 instructions
+        // even when it held nothing.
+        if let Some(reply) = reply {
+            self.replies.push(reply);
+        }
+    }
+
+    /// The replies of the commands whose records wait (see [`Run::ran`]).
+    pub(crate) fn replies(&self) -> &[std::ops::Range<usize>] {
+        &self.replies
+    }
+
+    /// Forgets the replies and the commands counted, once their records are logged.
+    pub(crate) fn clear_replies(&mut self) {
+        self.commands = 0;
+        self.replies.clear();
+    }
 }
 
 impl<'a> Held<'a> {
@@ -887,19 +917,11 @@ impl<'a> Held<'a> {
 
     pub fn new(ks: &'a Keyspace) -> Held<'a> {
         Held {
-            ks,
-            guards: SmallVec::new(),
-            logging: false,
-            records: crate::effects::Batch::new(),
-            recorded_keys: None,
-            replies: SmallVec::new(),
-            commands: 0,
-            now_ms: 0,
-            durable: None,
+            keys: Keys::new(ks, 0, 0),
+            run: Run::default(),
         }
     }
 
-    /// Whether no shard is held.
     /// Starts loading what a coming command's lookup of `member` in the hash or set
     /// at `key` (whose hash is `key_hash`) will read, if that key's shard is held
     /// (see [`strata_keyspace::db::Db::prefetch_member`]): a pipeline's look-ahead,
@@ -913,63 +935,54 @@ impl<'a> Held<'a> {
         member: &[u8],
         slot_arrived: bool,
     ) {
-        let shard = self.ks.shard_of_hash(key_hash);
-        if let Some((_, guard)) = self.guards.iter().find(|(s, _)| *s == shard)
+        let shard = self.keys.ks.shard_of_hash(key_hash);
+        if let Some((_, guard)) = self.keys.guards.iter().find(|(s, _)| *s == shard)
             && let Some(d) = guard.dbs().get(db)
         {
             d.prefetch_member(key_hash, key, member, slot_arrived);
         }
     }
 
+    /// Whether no shard is held.
     pub fn is_empty(&self) -> bool {
-        self.guards.is_empty()
+        self.keys.guards.is_empty()
     }
 
     /// Whether the shard with this index is held.
     pub fn holds(&self, shard: usize) -> bool {
-        self.guards.iter().any(|g| g.0 == shard)
+        self.keys.guards.iter().any(|g| g.0 == shard)
     }
 
     /// The indexes of the shards held, in order.
     pub fn shards(&self) -> impl Iterator<Item = usize> + '_ {
-        self.guards.iter().map(|g| g.0)
+        self.keys.guards.iter().map(|g| g.0)
     }
 
     /// Adds a shard to those held if the log is on, the hold has room for it and
     /// the shard is free now: never waits, since waiting while holding shards
     /// taken out of order could deadlock. Returns whether it is held.
     pub(crate) fn try_hold(&mut self, shard: usize) -> bool {
-        if !self.logging || self.guards.len() >= Self::MAX_SHARDS {
+        let keys = &mut self.keys;
+        if !keys.logging || keys.guards.len() >= Self::MAX_SHARDS {
             return false;
         }
-        let Some(guard) = self.ks.try_lock_spin(shard, 0) else {
+        let Some(guard) = keys.ks.try_lock_spin(shard, 0) else {
             return false;
         };
-        let at = self.guards.partition_point(|g| g.0 < shard);
-        self.guards.insert(at, (shard, guard));
+        let at = keys.guards.partition_point(|g| g.0 < shard);
+        keys.guards.insert(at, (shard, guard));
         true
     }
 
     /// Whether another command may run under this hold.
     pub(crate) fn has_room(&self) -> bool {
-        self.commands < Self::MAX_COMMANDS
-    }
-
-    /// Notes that a command ran under the shard; `reply` is its reply if it made
-    /// records.
-    pub(crate) fn ran(&mut self, reply: Option<std::ops::Range<usize>>) {
-        self.commands += 1;
-        // A push, not `extend`: extending by an `Option` cost some 40 instructions
-        // even when it held nothing.
-        if let Some(reply) = reply {
-            self.replies.push(reply);
-        }
+        self.run.commands < Self::MAX_COMMANDS
     }
 
     /// `n` bytes were inserted into the output at `at` (messages a command sent its
     /// own client, which go before its reply): the replies after it moved.
     pub fn inserted(&mut self, at: usize, n: usize) {
-        for r in self.replies.iter_mut().filter(|r| r.start >= at) {
+        for r in self.run.replies.iter_mut().filter(|r| r.start >= at) {
             r.start += n;
             r.end += n;
         }
@@ -979,58 +992,43 @@ impl<'a> Held<'a> {
     /// log sequence the replies in `out` must wait for, from every batch this hold
     /// appended. Should the log refuse the records, the replies of the commands that
     /// made them become its error. The hold is then empty, as a new one. (By
-    /// reference: the hold is some 400 bytes, which a call taking it by value
+    /// reference: the hold is some 700 bytes, which a call taking it by value
     /// copied.)
     pub fn finish(&mut self, server: &dyn Server, out: &mut Vec<u8>) -> Option<u64> {
         let mut end = out.len();
         self.release_at(server, out, &mut end);
-        self.durable.take()
+        self.run.durable.take()
     }
 
-    /// [`Held::release`], keeping `anchor` at the same place of the output (see
-    /// [`log_records`]).
+    /// [`Held::finish`] without taking the log sequence, keeping `anchor` at the
+    /// same place of the output (see [`log_records`]).
     pub(crate) fn release_at(
         &mut self,
         server: &dyn Server,
         out: &mut Vec<u8>,
         anchor: &mut usize,
     ) {
-        if self.guards.is_empty() {
+        if self.keys.guards.is_empty() {
             return;
         }
-        self.commands = 0;
-        if self.records.is_empty() {
+        self.run.commands = 0;
+        if self.keys.records.is_empty() {
             // Reads only: nothing to log.
-            debug_assert!(self.replies.is_empty());
-            self.guards.clear();
-            self.recorded_keys = None;
+            debug_assert!(self.run.replies.is_empty());
+            self.keys.end_hold();
             return;
         }
-        let mut keys = Keys::new(self.ks, 0, self.now_ms);
-        keys.adopt(self);
-        let logged = log_records(server, &mut keys, &self.replies, out, anchor);
-        drop(keys);
-        self.replies.clear();
-        self.durable = self.durable.max(logged.ok().flatten());
-    }
-
-    /// The replies of the commands whose records wait (see [`Held::ran`]).
-    pub(crate) fn replies(&self) -> &[std::ops::Range<usize>] {
-        &self.replies
-    }
-
-    /// Forgets the replies and the commands counted, once their records are logged
-    /// (after [`Keys::adopt`]).
-    pub(crate) fn clear_replies(&mut self) {
-        self.commands = 0;
-        self.replies.clear();
+        let logged = log_records(server, &mut self.keys, &self.run.replies, out, anchor);
+        self.keys.end_hold();
+        self.run.replies.clear();
+        self.run.durable = self.run.durable.max(logged.ok().flatten());
     }
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         debug_assert!(
-            self.guards.is_empty() || self.records.is_empty(),
+            self.keys.guards.is_empty() || self.keys.records.is_empty(),
             "a held shard dropped with records not logged"
         );
     }

@@ -408,11 +408,24 @@ fn run_in<'a>(
         ReplyWriter::new(out, conn.proto).error(&CmdError::WrongArity(cmd.full_name()).to_bytes());
         return Outcome::rejected(Some(cmd));
     };
-    // The view lives in this block and is dropped where it ends, releasing its
-    // shards: `drop(keys)` moved its 500 bytes into the call first.
     let hub = server.pubsub();
+    let tiering = strata_keyspace::value::cold_keys() > 0;
+    if tiering {
+        // Values left memory since the command was found holdable: the commands
+        // before it are logged before it may have to wait for values.
+        held.release_at(server, out, start);
+    }
     let (outcome, freed) = {
-        let mut keys = Keys::new(ks, conn.db, now_ms);
+        // A command that may leave its shard held runs in the hold's view (see
+        // `Held`); any other in a view of its own, which lives in this block and is
+        // dropped where it ends, releasing its shards.
+        let mut own = None;
+        let keys: &mut Keys<'a> = if shard.is_some() {
+            held.keys.begin_command(conn.db, now_ms);
+            &mut held.keys
+        } else {
+            own.insert(Keys::new(ks, conn.db, now_ms))
+        };
         keys.track_ready = server.has_blocked_clients();
         keys.logging_flag = server.logging_flag();
         keys.lazyfree = server.lazyfree();
@@ -423,22 +436,20 @@ fn run_in<'a>(
             .no_touch
             .load(std::sync::atomic::Ordering::Relaxed)
             && cmd.name != "touch";
-        let tiering = strata_keyspace::value::cold_keys() > 0;
-        if tiering {
-            // Values left memory since the command was found holdable: the commands
-            // before it are logged before it may have to wait for values.
-            held.release_at(server, out, start);
-        }
-        if !held.is_empty() {
-            keys.adopt(held);
-        } else if let Err(busy) = lock_for(server, &mut keys, cmd, argv, shard) {
+        // A held view that holds its shard already runs the command under it.
+        if keys.holds_none()
+            && let Err(busy) = lock_for(server, keys, cmd, argv, shard)
+        {
             ReplyWriter::new(out, conn.proto).error(busy.as_bytes());
             return Outcome::rejected(Some(cmd));
         }
         if tiering {
-            let cold = cold_values(server, ks, &mut keys, conn, cmd, argv, now_ms);
+            let cold = cold_values(server, ks, keys, conn, cmd, argv, now_ms);
             if !cold.is_empty() {
+                // On the way out, its shards are released (a held view made no
+                // records since the hold was released above).
                 if conn.fetch_cold {
+                    keys.release();
                     return Outcome {
                         cmd: Some(cmd),
                         rejected: false,
@@ -450,8 +461,8 @@ fn run_in<'a>(
                         reply_at: 0,
                     };
                 }
-                if let Err(e) = tiered::warm_all(server, &mut keys, &cold) {
-                    drop(keys);
+                if let Err(e) = tiered::warm_all(server, keys, &cold) {
+                    keys.release();
                     ReplyWriter::new(out, conn.proto).error(&e.to_bytes());
                     return Outcome::rejected(Some(cmd));
                 }
@@ -461,7 +472,7 @@ fn run_in<'a>(
         // Records made before this command (under a held shard).
         let adopted = keys.records_made();
         let mut ctx = Ctx {
-            keys: &mut keys,
+            keys: &mut *keys,
             out: ReplyWriter::new(out, proto),
             conn,
             server,
@@ -500,23 +511,23 @@ fn run_in<'a>(
             }
         };
         let reply = (keys.records_made() > adopted).then_some(*start..out.len());
+        held.run.ran(reply);
         let mut durable = None;
-        if shard.is_some() && !tiering && ready.is_empty() && conn.block.is_none() {
-            // Its shard and records stay for the next command (see `Held`).
-            held.ran(reply);
-            keys.hand_over(held);
-        } else {
+        if shard.is_none() || tiering || !ready.is_empty() || conn.block.is_some() {
             // Logged while the command's shard locks are still held, so that the log's
             // order of changes to a key is the order in which they happened. The
             // replies of the records' commands are needed only should the log
             // refuse them.
-            held.ran(reply);
-            match log_records(server, &mut keys, held.replies(), out, start) {
+            match log_records(server, keys, held.run.replies(), out, start) {
                 Ok(n) => durable = n,
                 Err(()) => failed = true,
             }
-            held.clear_replies();
+            held.run.clear_replies();
+            if shard.is_some() {
+                keys.end_hold();
+            }
         }
+        // Otherwise its shard and records stay for the next command (see `Held`).
         let outcome = Outcome {
             cmd: Some(cmd),
             rejected: false,

@@ -27,7 +27,9 @@
 //! homes follow points in order. Tables grow by less than doubling and stay between
 //! two loads (from 2/3 to 7/8 full in Robin Hood order, from 4/7 to 4/5 otherwise),
 //! where doubling a power of two would leave a table anywhere between 3/8 and 3/4
-//! full: bytes a key pays for slots vary less and average less. The slot array of a
+//! full: bytes a key pays for slots vary less and average less. Small tables (from
+//! 64 slots up to 4 KiB of them) grow two of those steps at once, which moves their
+//! keys in resizes half as often for a few kilobytes at most. The slot array of a
 //! table with tags inside takes every slot its allocation's size class has room for,
 //! since those bytes are paid for anyway.
 //!
@@ -310,6 +312,24 @@ fn capacity_at<E: DictEntry>(items: usize, (num, den): (usize, usize)) -> usize 
 fn capacity_for<E: DictEntry>(items: usize) -> usize {
     capacity_at::<E>(items, loads::<E>().grown)
 }
+
+/// The most entries a table of `capacity` holds before it grows.
+fn full_items<E: DictEntry>(capacity: usize) -> usize {
+    let (num, den) = loads::<E>().max;
+    capacity * num / den
+}
+
+/// A growing table whose next size takes up to this many bytes of slots grows by
+/// two sizes at once (see [`Dict::reserve_one`]). Small tables then double rather
+/// than grow by about two fifths, so their keys move in resizes half as often:
+/// with 100,000 keys over 256 shards, resizes took some 630 of the 1,400
+/// instructions a new key cost. Every capacity is still one that one-size steps
+/// reach, so a table grown past this size has the capacity it had before.
+const SKIPPING_BYTES: usize = 4096;
+
+/// Tables skip sizes from this capacity on: the smallest ones (a set of a few
+/// members) keep every size, which saves their bytes.
+const SKIPPING_FROM: usize = 64;
 
 struct Table<E> {
     /// The control bytes; empty for a live table whose entries keep their tags.
@@ -969,7 +989,14 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         if !self.main.is_full_for(1) {
             return;
         }
-        let capacity = capacity_for::<E>(self.len() + 1);
+        let mut capacity = capacity_for::<E>(self.len() + 1);
+        if self.main.capacity() >= SKIPPING_FROM
+            && capacity.saturating_mul(std::mem::size_of::<Option<E>>()) <= SKIPPING_BYTES
+        {
+            // A small table skips a size: it grows to the capacity its next growth
+            // would reach, about twice its own.
+            capacity = capacity_for::<E>(full_items::<E>(capacity) + 1);
+        }
         if let Some(old) = self.old.take() {
             // The live table filled up before the previous resize finished (possible
             // only right after a steep shrink): move everything into one table big
@@ -1408,6 +1435,51 @@ mod tests {
         // Reserving what already fits changes nothing.
         d.reserve(10);
         assert_eq!(d.main.capacity(), capacity);
+    }
+
+    /// A table grown from empty takes only capacities that growing one size at a
+    /// time reaches: from `SKIPPING_FROM` on it skips every other one while its
+    /// slots take up to `SKIPPING_BYTES`, and past that it has the capacity it
+    /// would have had without skipping.
+    #[test]
+    fn small_tables_skip_sizes_and_big_ones_keep_theirs() {
+        both!(small_tables_skip_sizes_and_big_ones_keep_theirs_with);
+    }
+
+    fn small_tables_skip_sizes_and_big_ones_keep_theirs_with<const IN: bool>() {
+        let mut steps = vec![capacity_for::<E<IN>>(1)];
+        while full_items::<E<IN>>(*steps.last().expect("a step")) < 4000 {
+            let last = *steps.last().expect("a step");
+            steps.push(capacity_for::<E<IN>>(full_items::<E<IN>>(last) + 1));
+        }
+        let mut d = dict::<IN>();
+        let mut seen: Vec<usize> = Vec::new();
+        for i in 0..4000u32 {
+            put(&mut d, format!("k{i}").as_bytes(), i);
+            if seen.last() != Some(&d.main.capacity()) {
+                seen.push(d.main.capacity());
+            }
+        }
+        check_invariants(&d);
+        let size = std::mem::size_of::<Option<E<IN>>>();
+        let mut skipped = 0;
+        for pair in seen.windows(2) {
+            let i = steps
+                .iter()
+                .position(|&c| c == pair[0])
+                .unwrap_or_else(|| panic!("{} is not a one-size capacity", pair[0]));
+            let skips = pair[0] >= SKIPPING_FROM && steps[i + 1] * size <= SKIPPING_BYTES;
+            skipped += usize::from(skips);
+            assert_eq!(
+                pair[1],
+                steps[i + 1 + usize::from(skips)],
+                "from {}",
+                pair[0]
+            );
+        }
+        assert!(skipped > 0, "no size skipped: {seen:?}");
+        assert_eq!(seen[0], steps[0]);
+        assert_eq!(d.main.capacity(), *steps.last().expect("a step"));
     }
 
     #[test]

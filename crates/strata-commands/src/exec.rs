@@ -523,9 +523,8 @@ fn run_in<'a>(
                 Err(()) => failed = true,
             }
             held.run.clear_replies();
-            if shard.is_some() {
-                keys.end_hold();
-            }
+            // Its shards go now, whichever view ran it.
+            keys.release();
         }
         // Otherwise its shard and records stay for the next command (see `Held`).
         let outcome = Outcome {

@@ -424,8 +424,7 @@ impl<E: DictEntry> Table<E> {
     /// Whether `extra` more items would exceed the maximum load factor.
     #[inline]
     fn is_full_for(&self, extra: usize) -> bool {
-        let (num, den) = loads::<E>().max;
-        (self.items + extra) * den > self.capacity() * num
+        self.items + extra > full_items::<E>(self.capacity())
     }
 
     /// The first entry [`Table::find`] would compare `hash`'s key with, found from

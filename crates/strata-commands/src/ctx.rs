@@ -876,8 +876,10 @@ pub struct Held<'a> {
 #[derive(Default)]
 pub(crate) struct Run {
     /// The replies (ranges of the connection's output) of the commands whose records
-    /// wait in the view: should the log refuse them, each becomes the error.
-    replies: SmallVec<[std::ops::Range<usize>; 8]>,
+    /// wait in the view: should the log refuse them, each becomes the error. Room
+    /// for a `-P 16` pipeline's inline (its spill cost some 140 instructions a
+    /// pipeline; an allocation for all [`Held::MAX_COMMANDS`] at once cost more).
+    replies: SmallVec<[std::ops::Range<usize>; 16]>,
     /// Commands run since the first shard was locked.
     commands: usize,
     /// The highest log sequence a reply must wait for, from the batches appended.
@@ -969,6 +971,14 @@ impl<'a> Held<'a> {
         let Some(guard) = keys.ks.try_lock_spin(shard, 0) else {
             return false;
         };
+        if keys.guards.len() == keys.guards.inline_size() {
+            // Spilling: room for every shard a hold may take, at once (growing
+            // 4 → 8 → 16 cost an allocation and a reallocation, some 500
+            // instructions a pipeline of writes to random keys). Not inline: a
+            // bigger view costs the commands that come alone, whose views move.
+            keys.guards
+                .reserve_exact(Self::MAX_SHARDS - keys.guards.len());
+        }
         let at = keys.guards.partition_point(|g| g.0 < shard);
         keys.guards.insert(at, (shard, guard));
         true
@@ -992,7 +1002,7 @@ impl<'a> Held<'a> {
     /// log sequence the replies in `out` must wait for, from every batch this hold
     /// appended. Should the log refuse the records, the replies of the commands that
     /// made them become its error. The hold is then empty, as a new one. (By
-    /// reference: the hold is some 700 bytes, which a call taking it by value
+    /// reference: the hold is some 850 bytes, which a call taking it by value
     /// copied.)
     pub fn finish(&mut self, server: &dyn Server, out: &mut Vec<u8>) -> Option<u64> {
         let mut end = out.len();

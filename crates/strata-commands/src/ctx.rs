@@ -58,7 +58,7 @@ pub struct Keys<'a> {
     pub logging_flag: Option<&'a AtomicBool>,
     /// Keys changed by the command running, as (database, key's hash, key), in
     /// first-change order.
-    changed_keys: SmallVec<[(usize, u64, Vec<u8>); 1]>,
+    changed_keys: SmallVec<[(usize, u64, crate::effects::Span); 1]>,
     /// Operations a handler gave explicitly, as (database, key, argv).
     explicit_ops: Vec<(usize, Vec<u8>, Vec<Vec<u8>>)>,
     /// Records of the commands run so far, for the log.
@@ -576,9 +576,11 @@ impl<'a> Keys<'a> {
             && !self
                 .changed_keys
                 .iter()
-                .any(|(d, h, k)| *h == hash && *d == db && k == key)
+                .any(|(d, h, k)| *h == hash && *d == db && self.records.key(*k) == key)
         {
-            self.changed_keys.push((db, hash, key.to_vec()));
+            // Into the batch, where its records will find it.
+            let key = self.records.note_key(key);
+            self.changed_keys.push((db, hash, key));
         }
     }
 
@@ -604,7 +606,8 @@ impl<'a> Keys<'a> {
     pub fn log_special_in(&mut self, db: usize, kind: RecordKind) {
         if self.logging {
             self.made += 1;
-            self.records.push(Record::new(db, Vec::new(), kind));
+            self.records
+                .push(Record::new(db, Vec::new(), kind).borrowed());
         }
     }
 
@@ -627,17 +630,21 @@ impl<'a> Keys<'a> {
         for (db_index, hash, key) in changed {
             if explicit.is_empty()
                 && rule == LogRule::Replay
-                && self.continue_last_op(db_index, hash, &key, argv)
+                && self.continue_last_op(db_index, hash, key, argv)
             {
                 self.made += 1;
                 continue;
             }
-            let ops: Vec<Vec<Vec<u8>>> = explicit
-                .iter()
-                .filter(|(d, k, _)| *d == db_index && *k == key)
-                .map(|(_, _, op)| op.clone())
-                .collect();
-            explicit.retain(|(d, k, _)| !(*d == db_index && *k == key));
+            let mut ops: Vec<Vec<Vec<u8>>> = Vec::new();
+            if !explicit.is_empty() {
+                let key = self.records.key(key);
+                ops = explicit
+                    .iter()
+                    .filter(|(d, k, _)| *d == db_index && k == key)
+                    .map(|(_, _, op)| op.clone())
+                    .collect();
+                explicit.retain(|(d, k, _)| !(*d == db_index && k == key));
+            }
             let pos = self.guard_pos(self.ks.shard_of_hash(hash));
             // The key's database and the batch, borrowed side by side.
             let Keys {
@@ -654,7 +661,7 @@ impl<'a> Keys<'a> {
                 let set = recorded.get_or_insert_with(|| {
                     let mut set = RecordedKeys::default();
                     for r in batch.iter() {
-                        set.insert(r.db, &r.key);
+                        set.insert(r.db, r.key);
                     }
                     set
                 });
@@ -665,52 +672,50 @@ impl<'a> Keys<'a> {
                 batch, db_index, db, hash, key, now, rule, argv, &ops, first,
             );
             if let Some(set) = recorded {
-                for r in batch.get(before..).unwrap_or_default() {
-                    set.insert(r.db, &r.key);
+                for r in batch.iter().skip(before) {
+                    set.insert(r.db, r.key);
                 }
             }
         }
     }
 
-    /// The shortcut of [`crate::effects::push_merging`]: when the batch's last
-    /// record is this same mergeable command on `key` with the expiry the key has
-    /// now, appends the command's arguments to it, with no record of its own built
-    /// first (a pipeline's run of LPUSHes onto one list). False, and nothing
-    /// changed, otherwise.
-    fn continue_last_op(&mut self, db_index: usize, hash: u64, key: &[u8], argv: &[&[u8]]) -> bool {
-        let continues = |records: &crate::effects::Batch| match records.last() {
-            Some(Record {
-                db,
-                key: last,
-                kind: RecordKind::Op { .. },
-                ..
-            }) => *db == db_index && last == key && argv.get(1) == Some(&key),
-            _ => false,
-        };
-        if !continues(&self.records) {
+    /// The shortcut of [`crate::effects::Batch::push_merging`]: when the batch's
+    /// last record is this same mergeable command on `key` (noted in the batch) with
+    /// the expiry the key has now, appends the command's arguments to it, with no
+    /// record of its own built first (a pipeline's run of LPUSHes onto one list).
+    /// False, and nothing changed, otherwise.
+    fn continue_last_op(
+        &mut self,
+        db_index: usize,
+        hash: u64,
+        key: crate::effects::Span,
+        argv: &[&[u8]],
+    ) -> bool {
+        if argv.get(1).copied() != Some(self.records.key(key))
+            || !self.records.last_is_op_on(db_index, key)
+        {
             return false;
         }
         let now = self.now_ms;
-        let db = self.db_of_hash(db_index, hash);
+        let pos = self.guard_pos(self.ks.shard_of_hash(hash));
+        let Keys {
+            guards, records, ..
+        } = self;
+        let db = guards[pos].1.db(db_index);
         // The key's expiry now (a value out of memory logs its expiry only).
         let Some(now_expiry) = db
-            .peek(hash, key, now)
+            .peek(hash, records.key(key), now)
             .filter(|e| !e.value().is_cold())
             .map(|e| db.expire_at(e).unwrap_or(0))
         else {
             return false;
         };
-        match self.records.last_mut() {
-            Some(Record {
-                kind: RecordKind::Op { op, expires_at },
-                ..
-            }) if *expires_at == now_expiry => crate::effects::append_args(op, argv),
-            _ => false,
-        }
+        records.merge_last(db_index, key, now_expiry, argv)
     }
 
     /// Takes the records built so far (the batch to append), starting a new batch.
     pub fn take_records(&mut self) -> crate::effects::Batch {
+        debug_assert!(self.changed_keys.is_empty(), "keys noted in the batch");
         self.recorded_keys = None;
         std::mem::take(&mut self.records)
     }
@@ -721,7 +726,7 @@ impl<'a> Keys<'a> {
     /// records are listed in the order they were appended.
     pub fn apply_locations(
         &mut self,
-        records: &[Record],
+        records: &crate::effects::Batch,
         located: &[Option<strata_keyspace::logref::LogLoc>],
     ) {
         use crate::effects::RecordKind;
@@ -737,10 +742,10 @@ impl<'a> Keys<'a> {
             };
             let (hash, at) = match record.at {
                 Some(at) => (at.hash, Some(at.pos)),
-                None => (self.ks.hash(&record.key), None),
+                None => (self.ks.hash(record.key), None),
             };
             self.db_of_hash(record.db, hash)
-                .apply_log(hash, &record.key, at, change);
+                .apply_log(hash, record.key, at, change);
         }
     }
 

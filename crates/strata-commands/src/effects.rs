@@ -31,12 +31,14 @@ pub enum LogRule {
     Expiry,
 }
 
-/// One change for the log.
+/// One change for the log. `B` holds its bytes (the key, and a value or an
+/// operation): owned (the default), a [`Span`] of a [`Batch`]'s buffer, or
+/// borrowed from one.
 #[derive(Clone, Debug)]
-pub struct Record {
+pub struct Record<B = Vec<u8>> {
     pub db: usize,
-    pub key: Vec<u8>,
-    pub kind: RecordKind,
+    pub key: B,
+    pub kind: RecordKind<B>,
     /// Where the key was when the record was made, if it was: spares the lookups
     /// that list where the store put the record (`Keys::apply_locations`). Not
     /// part of the change: records compare equal whatever it says.
@@ -53,15 +55,37 @@ impl Record {
             at: None,
         }
     }
+
+    /// This record, borrowed.
+    pub fn borrowed(&self) -> Record<&[u8]> {
+        Record {
+            db: self.db,
+            key: &self.key,
+            kind: self.kind.map(|b| b.as_slice()),
+            at: self.at,
+        }
+    }
 }
 
-impl PartialEq for Record {
+impl Record<&[u8]> {
+    /// This record, its bytes copied.
+    pub fn owned(&self) -> Record {
+        Record {
+            db: self.db,
+            key: self.key.to_vec(),
+            kind: self.kind.map(|b| b.to_vec()),
+            at: self.at,
+        }
+    }
+}
+
+impl<B: PartialEq> PartialEq for Record<B> {
     fn eq(&self, other: &Self) -> bool {
         self.db == other.db && self.key == other.key && self.kind == other.kind
     }
 }
 
-impl Eq for Record {}
+impl<B: Eq> Eq for Record<B> {}
 
 /// A key's hash ([`strata_keyspace::Keyspace::hash`]) and its place in its
 /// database's table ([`Db::peek_at`]), which [`Db::apply_log`] checks before it
@@ -73,12 +97,12 @@ pub struct KeyAt {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RecordKind {
+pub enum RecordKind<B = Vec<u8>> {
     /// The key's whole value ([`serialize`] form) and absolute expiry (0: none).
-    Put { value: Vec<u8>, expires_at: u64 },
+    Put { value: B, expires_at: u64 },
     /// An operation to apply to the key's value ([`encode_op`] form), and the key's
     /// expiry after it.
-    Op { op: Vec<u8>, expires_at: u64 },
+    Op { op: B, expires_at: u64 },
     /// The key is gone.
     Delete,
     /// The key's database lists no records of it (it is new, or its old value left
@@ -94,7 +118,43 @@ pub enum RecordKind {
     /// Databases `db` and `other` trade contents (SWAPDB).
     SwapDb { other: usize },
     /// The FUNCTION libraries are now these (a FUNCTION DUMP payload).
-    Functions { payload: Vec<u8> },
+    Functions { payload: B },
+}
+
+impl<B> RecordKind<B> {
+    /// The same kind, its bytes `f` of these.
+    #[inline]
+    pub fn map<'b, C>(&'b self, mut f: impl FnMut(&'b B) -> C) -> RecordKind<C> {
+        match self {
+            RecordKind::Put { value, expires_at } => RecordKind::Put {
+                value: f(value),
+                expires_at: *expires_at,
+            },
+            RecordKind::Op { op, expires_at } => RecordKind::Op {
+                op: f(op),
+                expires_at: *expires_at,
+            },
+            RecordKind::Delete => RecordKind::Delete,
+            RecordKind::Fresh => RecordKind::Fresh,
+            RecordKind::FlushDb => RecordKind::FlushDb,
+            RecordKind::FlushAll => RecordKind::FlushAll,
+            RecordKind::SwapDb { other } => RecordKind::SwapDb { other: *other },
+            RecordKind::Functions { payload } => RecordKind::Functions {
+                payload: f(payload),
+            },
+        }
+    }
+
+    /// The value or operation the record carries, if any.
+    #[inline]
+    fn payload(&self) -> Option<&B> {
+        match self {
+            RecordKind::Put { value: b, .. }
+            | RecordKind::Op { op: b, .. }
+            | RecordKind::Functions { payload: b } => Some(b),
+            _ => None,
+        }
+    }
 }
 
 /// The first byte of an operation.
@@ -104,17 +164,22 @@ pub const OP_COMMAND: u8 = 0x01;
 /// Encodes a command to replay: `OP_COMMAND`, the argument count, then each
 /// argument's length and bytes (LEB128 lengths).
 pub fn encode_op<B: AsRef<[u8]>>(argv: &[B]) -> Vec<u8> {
-    // One allocation: a length's varint takes at most 10 bytes.
-    let size = 11 + argv.iter().map(|a| a.as_ref().len() + 10).sum::<usize>();
-    let mut out = Vec::with_capacity(size);
+    let mut out = Vec::new();
+    encode_op_into(&mut out, argv);
+    out
+}
+
+/// [`encode_op`], appended to `out`.
+fn encode_op_into<B: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[B]) {
+    // Room at once: a length's varint takes at most 10 bytes.
+    out.reserve(11 + argv.iter().map(|a| a.as_ref().len() + 10).sum::<usize>());
     out.push(OP_COMMAND);
-    put_varint(&mut out, argv.len() as u64);
+    put_varint(out, argv.len() as u64);
     for a in argv {
         let a = a.as_ref();
-        put_varint(&mut out, a.len() as u64);
+        put_varint(out, a.len() as u64);
         out.extend_from_slice(a);
     }
-    out
 }
 
 #[inline]
@@ -265,15 +330,17 @@ fn continued_by<'p>(prev: &'p [u8], name: &[u8], key: &[u8], rest: &[&[u8]]) -> 
     Some(p)
 }
 
-/// Rewrites the argument count of `op`, whose arguments start at `args_at`.
-fn set_count(op: &mut Vec<u8>, args_at: usize, count: usize) {
+/// Rewrites the argument count of the operation that starts at `start` of `buf`,
+/// whose arguments start at `args_at` of it.
+fn set_count(buf: &mut Vec<u8>, start: usize, args_at: usize, count: usize) {
     let (bytes, len) = varint(count as u64);
     let bytes = &bytes[..len];
-    match op.get_mut(1..args_at) {
+    let old = start + 1..start + args_at;
+    match buf.get_mut(old.clone()) {
         // The usual case: the count's varint keeps its length.
         Some(old) if old.len() == bytes.len() => old.copy_from_slice(bytes),
         _ => {
-            op.splice(1..args_at, bytes.iter().copied());
+            buf.splice(old, bytes.iter().copied());
         }
     }
 }
@@ -312,49 +379,98 @@ fn plain_count(digits: &[u8]) -> Option<i64> {
     crate::parse::int(digits).ok().filter(|&n| n > 0)
 }
 
-/// Merges the pop `next` (a command's arguments) into the pop `prev` from the same
-/// end of the same list: `prev` becomes one pop of both counts. In place: its count
-/// (after the key, or none for one) is rewritten, with nothing allocated, as a
-/// pipeline's run of pops calls this once a command.
-fn merge_pops(prev: &mut Vec<u8>, next: &[&[u8]]) -> bool {
+/// How a command continues an operation (see [`merge_plan`]); places are the
+/// operation's own.
+#[derive(Clone, Copy)]
+enum Merge {
+    /// Pops: the operation becomes one pop of `total` elements, its count (or the
+    /// end, for a pop of one) at `count_at`.
+    Pop {
+        args_at: usize,
+        count_at: usize,
+        total: i64,
+    },
+    /// The command's arguments after the key join the operation's, `count` in all.
+    Args { args_at: usize, count: usize },
+}
+
+/// How the command `argv` (as it came) continues the operation `prev`, when both
+/// are the same mergeable command on the same key (a pop adds its count to
+/// `prev`'s); `None` otherwise. Reads only: [`apply_merge`] makes the change,
+/// which cannot fail then.
+fn merge_plan(prev: &[u8], argv: &[&[u8]]) -> Option<Merge> {
+    let [name, key, rest @ ..] = argv else {
+        return None;
+    };
+    if is_pop(name) {
+        return pop_plan(prev, argv);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let p = continued_by(prev, name, key, rest)?;
+    Some(Merge::Args {
+        args_at: p.args_at,
+        count: p.count + rest.len(),
+    })
+}
+
+/// [`merge_plan`] for the pop `next` (a command's arguments): from the same end of
+/// the same list as the pop `prev`, both counts plain.
+fn pop_plan(prev: &[u8], next: &[&[u8]]) -> Option<Merge> {
     let [name, key, ..] = next else {
-        return false;
+        return None;
     };
-    let Some(b) = pop_count(next) else {
-        return false;
-    };
-    let Some(p) = op_head(prev) else {
-        return false;
-    };
+    let b = pop_count(next)?;
+    let p = op_head(prev)?;
     if !(is_pop(p.name) && p.name.eq_ignore_ascii_case(name) && p.key == *key) {
-        return false;
+        return None;
     }
     let (args_at, count_at) = (p.args_at, p.rest_at);
     let a = match p.count {
         2 if count_at == prev.len() => 1,
         3 => {
             let mut at = count_at;
-            match read_arg(prev, &mut at) {
-                Ok(count) if at == prev.len() => match plain_count(count) {
-                    Some(a) => a,
-                    None => return false,
-                },
-                _ => return false,
+            let count = read_arg(prev, &mut at).ok().filter(|_| at == prev.len())?;
+            plain_count(count)?
+        }
+        _ => return None,
+    };
+    Some(Merge::Pop {
+        args_at,
+        count_at,
+        total: a.checked_add(b)?,
+    })
+}
+
+/// Makes the change `merge` (planned for `argv`) to the operation that is `buf`
+/// from `start` on. In place, with nothing allocated once `buf` has room: a
+/// pipeline's run of pushes or pops calls this once a command.
+fn apply_merge(buf: &mut Vec<u8>, start: usize, argv: &[&[u8]], merge: Merge) {
+    match merge {
+        Merge::Pop {
+            args_at,
+            count_at,
+            total,
+        } => {
+            buf.truncate(start + count_at);
+            let mut digits = itoa::Buffer::new();
+            let digits = digits.format(total).as_bytes();
+            put_varint(buf, digits.len() as u64);
+            buf.extend_from_slice(digits);
+            // Two arguments or three: the count's varint is one byte either way.
+            set_count(buf, start, args_at, 3);
+        }
+        Merge::Args { args_at, count } => {
+            set_count(buf, start, args_at, count);
+            let rest = argv.get(2..).unwrap_or_default();
+            buf.reserve(rest.iter().map(|a| a.len() + 10).sum());
+            for a in rest {
+                put_varint(buf, a.len() as u64);
+                buf.extend_from_slice(a);
             }
         }
-        _ => return false,
-    };
-    let Some(total) = a.checked_add(b) else {
-        return false;
-    };
-    prev.truncate(count_at);
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(total).as_bytes();
-    put_varint(prev, digits.len() as u64);
-    prev.extend_from_slice(digits);
-    // Two arguments or three: the count's varint is one byte either way.
-    set_count(prev, args_at, 3);
-    true
+    }
 }
 
 /// Appends the arguments after the key of `argv` (a command as it came) to `prev`
@@ -362,26 +478,13 @@ fn merge_pops(prev: &mut Vec<u8>, next: &[&[u8]]) -> bool {
 /// to `prev`'s instead); false, and `prev` unchanged, otherwise. What
 /// [`merge_ops`] does, without an operation encoded for `argv` first.
 pub fn append_args(prev: &mut Vec<u8>, argv: &[&[u8]]) -> bool {
-    let [name, key, rest @ ..] = argv else {
-        return false;
-    };
-    if is_pop(name) {
-        return merge_pops(prev, argv);
+    match merge_plan(prev, argv) {
+        Some(merge) => {
+            apply_merge(prev, 0, argv, merge);
+            true
+        }
+        None => false,
     }
-    if rest.is_empty() {
-        return false;
-    }
-    let Some(p) = continued_by(prev, name, key, rest) else {
-        return false;
-    };
-    let (args_at, count) = (p.args_at, p.count + rest.len());
-    set_count(prev, args_at, count);
-    prev.reserve(rest.iter().map(|a| a.len() + 10).sum());
-    for a in rest {
-        put_varint(prev, a.len() as u64);
-        prev.extend_from_slice(a);
-    }
-    true
 }
 
 /// Reads an operation written by [`encode_op`] (`None` for an expiry-only one).
@@ -391,9 +494,9 @@ pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
 }
 
 /// Appends to `batch` the records for a key changed by one command, from its state
-/// now (the key, of hash `hash` in `db`, moves into the last of them); returns how
-/// many it made, those merged into the batch's last record included (see
-/// [`push_merging`]).
+/// now; returns how many it made, those merged into the batch's last record
+/// included (see [`Batch::push_merging`]). The key, of hash `hash` in `db`, is in
+/// `batch`'s buffer at `key` ([`Batch::note_key`]), where its records share it.
 ///
 /// `explicit` are the operations the handler gave for this key (in order), `argv`
 /// the command and `rule` its table rule; `first` tells whether this is the key's
@@ -409,84 +512,294 @@ pub fn record_for(
     db_index: usize,
     db: &mut Db,
     hash: u64,
-    key: Vec<u8>,
+    key: Span,
     now_ms: u64,
     rule: LogRule,
     argv: &[&[u8]],
     explicit: &[Vec<Vec<u8>>],
     first: impl FnOnce(&Batch, &[u8]) -> bool,
 ) -> usize {
-    let Some((pos, entry)) = db.peek_at(hash, &key, now_ms) else {
-        push_merging(batch, Record::new(db_index, key, RecordKind::Delete));
+    let Some((pos, entry)) = db.peek_at(hash, batch.key(key), now_ms) else {
+        batch.push_bare(db_index, key, None, RecordKind::Delete);
         return 1;
     };
-    let record = |key, kind| Record {
-        db: db_index,
-        key,
-        kind,
-        at: Some(KeyAt { hash, pos }),
-    };
+    let at = Some(KeyAt { hash, pos });
     let fresh = !entry.is_logged();
+    let expires_at = db.expire_at(entry).unwrap_or(0);
     if explicit.is_empty() {
-        // Most commands: one record, built in place.
-        let kind = kind_of(db, entry, &key, rule, argv);
+        // Most commands: one record, written straight into the batch.
+        let change = change_of(entry, batch.key(key), rule, argv);
         let mut made = 1;
-        if fresh && matches!(kind, RecordKind::Op { .. }) && first(batch, &key) {
-            batch.push(record(key.clone(), RecordKind::Fresh));
+        if fresh && change != Change::Value && first(batch, batch.key(key)) {
+            batch.push_bare(db_index, key, at, RecordKind::Fresh);
             made += 1;
         }
-        push_merging(batch, record(key, kind));
+        match change {
+            Change::Expiry => batch.push_expiry(db_index, key, at, expires_at),
+            Change::Replay => batch.push_op(db_index, key, at, argv, expires_at, true),
+            Change::Value => batch.push_value(db_index, key, at, entry.value(), expires_at),
+        }
         return made;
     }
-    let expires_at = db.expire_at(entry).unwrap_or(0);
-    let mut kinds: Vec<RecordKind> = explicit
-        .iter()
-        .map(|op| RecordKind::Op {
-            op: encode_op(op),
-            expires_at,
-        })
-        .collect();
-    if fresh && first(batch, &key) {
-        kinds.insert(0, RecordKind::Fresh);
+    let fresh_first = fresh && first(batch, batch.key(key));
+    if fresh_first {
+        batch.push_bare(db_index, key, at, RecordKind::Fresh);
     }
-    let made = kinds.len();
-    // The key moves into the last record; the others get copies. Only a lone
-    // record may join the batch's last.
-    let last = kinds.pop();
-    for kind in kinds {
-        batch.push(record(key.clone(), kind));
-    }
-    if let Some(kind) = last {
-        if made == 1 {
-            push_merging(batch, record(key, kind));
-        } else {
-            batch.push(record(key, kind));
-        }
+    let made = explicit.len() + usize::from(fresh_first);
+    for op in explicit {
+        let argv: SmallVec<[&[u8]; 8]> = op.iter().map(Vec::as_slice).collect();
+        // Only a lone record may join the batch's last.
+        batch.push_op(db_index, key, at, &argv, expires_at, made == 1);
     }
     made
 }
 
-/// A batch of records to append (most batches hold one command's one record).
-pub type Batch = smallvec::SmallVec<[Record; 2]>;
+/// A place in a [`Batch`]'s buffer: a record's key, value or operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    start: usize,
+    end: usize,
+}
 
-/// Appends `record` to `batch`; an operation that continues the batch's last one
-/// (same key, same expiry, see [`merge_ops`]) joins it instead of becoming a
-/// record of its own.
-pub fn push_merging(batch: &mut Batch, record: Record) {
-    if let RecordKind::Op {
-        op: next_op,
-        expires_at: next_expiry,
-    } = &record.kind
-        && let Some(prev) = batch.last_mut()
-        && prev.db == record.db
-        && prev.key == record.key
-        && let RecordKind::Op { op, expires_at } = &mut prev.kind
-        && *expires_at == *next_expiry
-        && merge_ops(op, next_op)
-    {
-        return;
+/// Records to append as one batch (most batches hold one command's one record).
+/// Their keys, values and operations are written into one buffer, as the command
+/// that changed them ends: making a record copies the key once (when the command
+/// notes it) and writes its value or operation once, with nothing allocated once
+/// the buffers have grown (see [`spare`]).
+#[derive(Debug, Default)]
+pub struct Batch {
+    records: SmallVec<[Record<Span>; 2]>,
+    bytes: Vec<u8>,
+}
+
+impl Batch {
+    pub fn new() -> Batch {
+        Batch::default()
     }
-    batch.push(record);
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The records, in order.
+    #[inline]
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Record<&[u8]>> + '_ {
+        self.records.iter().map(|r| self.view(r))
+    }
+
+    /// A batch of `records`, their bytes copied.
+    pub fn of(records: &[Record]) -> Batch {
+        let mut batch = Batch::new();
+        for r in records {
+            batch.push(r.borrowed());
+        }
+        batch
+    }
+
+    /// The records, copied out.
+    pub fn to_records(&self) -> Vec<Record> {
+        self.iter().map(|r| r.owned()).collect()
+    }
+
+    /// The bytes at `span`.
+    #[inline]
+    pub fn key(&self, span: Span) -> &[u8] {
+        self.bytes.get(span.start..span.end).unwrap_or_default()
+    }
+
+    #[inline]
+    fn view(&self, r: &Record<Span>) -> Record<&[u8]> {
+        Record {
+            db: r.db,
+            key: self.key(r.key),
+            kind: r.kind.map(|&span| self.key(span)),
+            at: r.at,
+        }
+    }
+
+    /// Writes into the buffer what `write` appends to it.
+    #[inline]
+    fn write(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Span {
+        if self.bytes.capacity() == 0 {
+            self.bytes = spare::bytes();
+        }
+        let start = self.bytes.len();
+        write(&mut self.bytes);
+        Span {
+            start,
+            end: self.bytes.len(),
+        }
+    }
+
+    /// Writes a key of records to come into the buffer.
+    #[inline]
+    pub fn note_key(&mut self, key: &[u8]) -> Span {
+        self.write(|b| b.extend_from_slice(key))
+    }
+
+    /// Appends `record`, its bytes copied.
+    pub fn push(&mut self, record: Record<&[u8]>) {
+        let key = self.note_key(record.key);
+        self.push_copied(key, record);
+    }
+
+    /// Appends `record`, whose key is at `key`, its value or operation copied.
+    fn push_copied(&mut self, key: Span, record: Record<&[u8]>) {
+        let kind = match record.kind.payload() {
+            Some(payload) => {
+                let span = self.write(|b| b.extend_from_slice(payload));
+                record.kind.map(|_| span)
+            }
+            None => record.kind.map(|_| Span::default()),
+        };
+        self.records.push(Record {
+            db: record.db,
+            key,
+            kind,
+            at: record.at,
+        });
+    }
+
+    /// Appends `record`; an operation that continues the batch's last one (same
+    /// key, same expiry, see [`merge_ops`]) joins it instead of becoming a record of
+    /// its own.
+    pub fn push_merging(&mut self, record: Record<&[u8]>) {
+        let key = self.note_key(record.key);
+        if let RecordKind::Op { op, expires_at } = record.kind
+            && let Ok(Some(argv)) = op_args(op)
+            && self.merge_last(record.db, key, expires_at, &argv)
+        {
+            return;
+        }
+        self.push_copied(key, record);
+    }
+
+    /// Appends a record without a value or operation (a tombstone, say) of the key
+    /// at `key`.
+    #[inline]
+    pub fn push_bare(&mut self, db: usize, key: Span, at: Option<KeyAt>, kind: RecordKind<Span>) {
+        debug_assert!(kind.payload().is_none());
+        self.records.push(Record { db, key, kind, at });
+    }
+
+    /// Appends the operation that replays `argv` on the key at `key`; with `merge`,
+    /// it joins the batch's last record if it continues it (see
+    /// [`Batch::merge_last`]).
+    #[inline]
+    pub fn push_op(
+        &mut self,
+        db: usize,
+        key: Span,
+        at: Option<KeyAt>,
+        argv: &[&[u8]],
+        expires_at: u64,
+        merge: bool,
+    ) {
+        if merge && self.merge_last(db, key, expires_at, argv) {
+            return;
+        }
+        let op = self.write(|b| encode_op_into(b, argv));
+        self.records.push(Record {
+            db,
+            key,
+            kind: RecordKind::Op { op, expires_at },
+            at,
+        });
+    }
+
+    /// Appends the operation that only sets the expiry of the key at `key`.
+    #[inline]
+    pub fn push_expiry(&mut self, db: usize, key: Span, at: Option<KeyAt>, expires_at: u64) {
+        let op = self.write(|b| b.push(OP_EXPIRY));
+        self.records.push(Record {
+            db,
+            key,
+            kind: RecordKind::Op { op, expires_at },
+            at,
+        });
+    }
+
+    /// Appends the whole `value` of the key at `key`.
+    #[inline]
+    pub fn push_value(
+        &mut self,
+        db: usize,
+        key: Span,
+        at: Option<KeyAt>,
+        value: strata_keyspace::ValueRef<'_>,
+        expires_at: u64,
+    ) {
+        let value = self.write(|b| serialize::encode(value, b));
+        self.records.push(Record {
+            db,
+            key,
+            kind: RecordKind::Put { value, expires_at },
+            at,
+        });
+    }
+
+    /// Whether the batch's last record is an operation on the key at `key` (its
+    /// bytes, wherever they are) of database `db`.
+    pub fn last_is_op_on(&self, db: usize, key: Span) -> bool {
+        matches!(
+            self.records.last(),
+            Some(Record { db: d, key: k, kind: RecordKind::Op { .. }, .. })
+                if *d == db && self.key(*k) == self.key(key)
+        )
+    }
+
+    /// Appends the arguments of the command `argv` to the batch's last record when
+    /// it is an operation on the key at `key` of database `db`, with expiry
+    /// `expires_at`, that `argv` continues (see [`append_args`]); false, and nothing
+    /// changed, otherwise. The operation must end the buffer, or be followed only by
+    /// the key at `key` (noted by the command: the merge drops it, as the key's
+    /// record is the one before).
+    pub fn merge_last(&mut self, db: usize, key: Span, expires_at: u64, argv: &[&[u8]]) -> bool {
+        let Some(Record {
+            db: last_db,
+            key: last_key,
+            kind:
+                RecordKind::Op {
+                    op,
+                    expires_at: last_expiry,
+                },
+            ..
+        }) = self.records.last()
+        else {
+            return false;
+        };
+        let (op, len) = (*op, self.bytes.len());
+        if *last_db != db || *last_expiry != expires_at || self.key(*last_key) != self.key(key) {
+            return false;
+        }
+        let tail = if key.start == op.end && key.end == len {
+            key.start
+        } else if op.end == len {
+            len
+        } else {
+            return false;
+        };
+        let Some(merge) = merge_plan(self.key(op), argv) else {
+            return false;
+        };
+        self.bytes.truncate(tail);
+        apply_merge(&mut self.bytes, op.start, argv, merge);
+        let end = self.bytes.len();
+        if let Some(Record {
+            kind: RecordKind::Op { op, .. },
+            ..
+        }) = self.records.last_mut()
+        {
+            op.end = end;
+        }
+        true
+    }
 }
 
 /// Where each record of a batch went, when the keyspace is to list it (see
@@ -494,44 +807,65 @@ pub fn push_merging(batch: &mut Batch, record: Record) {
 /// shards it may hold at once (`ctx::Held::MAX_SHARDS`) without growing.
 pub type Located = smallvec::SmallVec<[Option<strata_keyspace::logref::LogLoc>; 16]>;
 
-/// A spilled batch's buffer, cleared, kept for the next batch of this thread that
-/// outgrows its inline records: a pipeline's batch of sixteen records otherwise
-/// grew from two three times, with a reallocation each (some 160 instructions a
-/// command, and as many again to free it, in callgrind).
+/// The buffers of a batch, cleared, kept for the next batch of this thread: a
+/// pipeline's batch of sixteen records otherwise grew from two three times, with a
+/// reallocation each (some 160 instructions a command, and as many again to free
+/// it, in callgrind), and its bytes from nothing.
 pub mod spare {
-    use super::{Batch, Record};
+    use super::{Batch, Record, Span};
     use std::cell::Cell;
 
-    /// Buffers above this many records are not kept (a transaction's).
+    /// Records' buffers above this many records are not kept (a transaction's).
     const KEEP: usize = 256;
 
+    /// Byte buffers above this size are not kept.
+    const KEEP_BYTES: usize = 64 * 1024;
+
     thread_local! {
-        static SPARE: Cell<Vec<Record>> = const { Cell::new(Vec::new()) };
+        static RECORDS: Cell<Vec<Record<Span>>> = const { Cell::new(Vec::new()) };
+        static BYTES: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
     }
 
     /// Makes room in `batch` for `more` records, in the spare buffer if the batch is
     /// still inline and would spill.
     #[inline]
     pub fn reserve(batch: &mut Batch, more: usize) {
-        if !batch.spilled() && batch.len() + more > batch.inline_size() {
-            let mut spare = SPARE.take();
-            if spare.capacity() > batch.inline_size() {
-                spare.extend(batch.drain(..));
-                *batch = Batch::from_vec(spare);
+        let records = &mut batch.records;
+        if !records.spilled() && records.len() + more > records.inline_size() {
+            let mut spare = RECORDS.take();
+            if spare.capacity() > records.inline_size() {
+                spare.extend(records.drain(..));
+                *records = smallvec::SmallVec::from_vec(spare);
             }
         }
-        batch.reserve(more);
+        records.reserve(more);
     }
 
-    /// Keeps `batch`'s buffer, if spilled and not too big, for [`reserve`].
+    /// The kept byte buffer (empty), or a new one.
+    pub(super) fn bytes() -> Vec<u8> {
+        BYTES.take()
+    }
+
+    /// Keeps `batch`'s buffers, if not too big, for [`reserve`] and the next batch's
+    /// bytes.
     pub fn recycle(batch: Batch) {
-        if !batch.spilled() || batch.capacity() > KEEP {
+        let Batch { records, mut bytes } = batch;
+        if bytes.capacity() <= KEEP_BYTES {
+            bytes.clear();
+            let kept = BYTES.take();
+            BYTES.set(if kept.capacity() >= bytes.capacity() {
+                kept
+            } else {
+                bytes
+            });
+        }
+        if !records.spilled() || records.capacity() > KEEP {
             return;
         }
-        let mut records = batch.into_vec();
+        let mut records = records.into_vec();
         records.clear();
-        let kept = SPARE.take();
-        SPARE.set(if kept.capacity() >= records.capacity() {
+        let kept = RECORDS.take();
+        RECORDS.set(if kept.capacity() >= records.capacity() {
             kept
         } else {
             records
@@ -543,24 +877,25 @@ pub mod spare {
 /// key: a record's header (the store's `HEADER_LEN`) and a namespace prefix.
 const FRESH_RECORD_COST: usize = 40;
 
-/// The record a change to `entry` logs, when the handler gave no operations.
-fn kind_of(
-    db: &Db,
-    entry: &strata_keyspace::Entry,
-    key: &[u8],
-    rule: LogRule,
-    argv: &[&[u8]],
-) -> RecordKind {
-    let expires_at = db.expire_at(entry).unwrap_or(0);
+/// How a change to a key is logged, when the handler gave no operations.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Only the key's expiry.
+    Expiry,
+    /// The command, replayed.
+    Replay,
+    /// The whole value.
+    Value,
+}
+
+/// How the change to `entry` (of key `key`) that the command `argv` made is logged.
+fn change_of(entry: &strata_keyspace::Entry, key: &[u8], rule: LogRule, argv: &[&[u8]]) -> Change {
     let value = entry.value();
     // A value out of memory (`maxmemory-policy tiered`) is unchanged — the
     // commands that may run on one never change it — and is already the key's
     // record in the store: only its expiry is logged.
     if value.is_cold() || rule == LogRule::Expiry {
-        return RecordKind::Op {
-            op: vec![OP_EXPIRY],
-            expires_at,
-        };
+        return Change::Expiry;
     }
     if rule == LogRule::Replay && argv.get(1) == Some(&key) {
         // O(1) per command, whatever the value's size.
@@ -575,16 +910,10 @@ fn kind_of(
             FRESH_RECORD_COST + key.len()
         };
         if replay_size(argv) + fresh_cost < value_size {
-            return RecordKind::Op {
-                op: encode_op(argv),
-                expires_at,
-            };
+            return Change::Replay;
         }
     }
-    RecordKind::Put {
-        value: serialize::to_vec(value),
-        expires_at,
-    }
+    Change::Value
 }
 
 fn replay_size(argv: &[&[u8]]) -> usize {
@@ -622,12 +951,13 @@ mod tests {
         let argv: Vec<&[u8]> = vec![b"HSET", b"h", b"field:3", b"other"];
         let mut kinds = |argv: &[&[u8]]| {
             let mut batch = Batch::new();
+            let key = batch.note_key(&key);
             let made = record_for(
                 &mut batch,
                 0,
                 &mut db,
                 hash,
-                key.clone(),
+                key,
                 0,
                 LogRule::Replay,
                 argv,
@@ -635,7 +965,11 @@ mod tests {
                 |_, _| false,
             );
             assert_eq!(made, batch.len());
-            batch.into_iter().map(|r| r.kind).collect::<Vec<_>>()
+            batch
+                .to_records()
+                .into_iter()
+                .map(|r| r.kind)
+                .collect::<Vec<_>>()
         };
         assert!(matches!(kinds(&argv)[..], [RecordKind::Op { .. }]));
         let long = vec![b'x'; 400];
@@ -802,41 +1136,62 @@ mod tests {
 
     /// A batch that outgrows its inline records takes the buffer the last spilled
     /// batch left, records and all kept in order; a batch that stays inline, or one
-    /// too big, leaves nothing.
+    /// too big, leaves nothing. A batch's bytes go to the next batch that writes any.
     #[test]
-    fn a_spilled_batch_leaves_its_buffer_to_the_next() {
+    fn a_spilled_batch_leaves_its_buffers_to_the_next() {
         std::thread::spawn(|| {
             let put = |i: usize| record(&format!("k{i}"), RecordKind::Delete);
+            let fill = |batch: &mut Batch, n: std::ops::Range<usize>| {
+                for i in n {
+                    batch.push(put(i).borrowed());
+                }
+            };
             let mut first = Batch::new();
             spare::reserve(&mut first, 20);
-            first.extend((0..20).map(put));
-            let capacity = first.capacity();
-            assert!(capacity >= 20);
+            fill(&mut first, 0..20);
+            let capacity = first.records.capacity();
+            let bytes = first.bytes.capacity();
+            assert!(capacity >= 20 && bytes >= 40);
             spare::recycle(first);
-            // Inline still: no spare taken.
+            // Inline still: no spare records taken; the bytes taken at the first
+            // write.
             let mut small = Batch::new();
             spare::reserve(&mut small, 1);
-            small.push(put(0));
-            assert!(!small.spilled());
+            fill(&mut small, 0..1);
+            assert!(!small.records.spilled());
+            assert_eq!(small.bytes.capacity(), bytes);
             spare::recycle(small);
             // Full, and about to spill: the spare, with what it held.
             small = Batch::new();
-            small.extend((0..2).map(put));
+            fill(&mut small, 0..2);
             spare::reserve(&mut small, 1);
-            assert_eq!(small.capacity(), capacity);
-            small.push(put(2));
-            assert_eq!(small.as_slice(), &(0..3).map(put).collect::<Vec<_>>()[..]);
+            assert_eq!(small.records.capacity(), capacity);
+            small.push(put(2).borrowed());
+            assert_eq!(small.to_records(), (0..3).map(put).collect::<Vec<_>>());
             // The spare went with it.
-            let mut next: Batch = (0..2).map(put).collect();
+            let mut next = Batch::new();
+            fill(&mut next, 0..2);
             spare::reserve(&mut next, 1);
-            assert!(next.capacity() < capacity);
-            // A transaction's big buffer is not kept.
+            assert!(next.records.capacity() < capacity);
+            // A transaction's big buffers are not kept.
             let mut big = Batch::new();
-            big.extend((0..1000).map(put));
+            fill(&mut big, 0..1000);
+            big.push(
+                record(
+                    "v",
+                    RecordKind::Put {
+                        value: vec![7; 100_000],
+                        expires_at: 0,
+                    },
+                )
+                .borrowed(),
+            );
             spare::recycle(big);
-            let mut after: Batch = (0..2).map(put).collect();
+            let mut after = Batch::new();
+            fill(&mut after, 0..2);
             spare::reserve(&mut after, 1);
-            assert!(after.capacity() < 1000);
+            assert!(after.records.capacity() < 1000);
+            assert!(after.bytes.capacity() < 100_000);
         })
         .join()
         .expect("a thread of its own, for its own spare");
@@ -859,6 +1214,8 @@ mod tests {
     #[test]
     fn a_batch_merges_only_consecutive_operations_of_one_key_and_expiry() {
         let mut batch = Batch::new();
+        let push_merging =
+            |batch: &mut Batch, record: Record| batch.push_merging(record.borrowed());
         push_merging(&mut batch, push("k", "a", 0));
         push_merging(&mut batch, push("k", "b", 0));
         assert_eq!(batch.len(), 1);
@@ -871,7 +1228,7 @@ mod tests {
         push_merging(&mut batch, push("k", "d", 7));
         assert_eq!(batch.len(), 4);
         // A tombstone and an operation (a key's first record) are never merged.
-        batch.push(record("k", RecordKind::Fresh));
+        batch.push(record("k", RecordKind::Fresh).borrowed());
         push_merging(&mut batch, push("k", "e", 7));
         assert_eq!(batch.len(), 6);
         let ops: Vec<Vec<String>> = batch

@@ -92,7 +92,7 @@ impl Server for Fake {
     }
     fn log(
         &self,
-        records: &[Record],
+        records: &crate::effects::Batch,
         _now_ms: u64,
         located: &mut crate::effects::Located,
     ) -> Result<Option<u64>, String> {
@@ -101,7 +101,7 @@ impl Server for Fake {
             return Err("MISCONF the log refused the batch".into());
         }
         let mut batches = self.batches.lock();
-        batches.push(records.to_vec());
+        batches.push(records.to_records());
         Ok(Some(batches.len() as u64))
     }
 }

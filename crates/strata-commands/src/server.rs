@@ -151,7 +151,7 @@ pub trait Server: Send + Sync {
     /// (Unix milliseconds), which the records' versions follow.
     fn log(
         &self,
-        records: &[crate::effects::Record],
+        records: &crate::effects::Batch,
         now_ms: u64,
         located: &mut crate::effects::Located,
     ) -> Result<Option<u64>, String> {

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::{Condvar, Mutex};
-use strata_commands::effects::{Record, RecordKind};
+use strata_commands::effects::{Batch, RecordKind};
 use strata_engine::{Engine, FsyncPolicy, Index, Options, WriteBatch, WriteMeta};
 use strata_keyspace::{Keyspace, Shard, Ttl};
 
@@ -735,7 +735,7 @@ impl Persistence {
     /// reply must wait for it to be durable.
     pub fn log(
         &self,
-        records: &[Record],
+        records: &Batch,
         now_ms: u64,
         located: &mut strata_commands::effects::Located,
     ) -> Result<Option<u64>, String> {
@@ -757,7 +757,7 @@ impl Persistence {
     fn log_with(
         &self,
         scratch: &mut Scratch,
-        records: &[Record],
+        records: &Batch,
         now_ms: u64,
         located: &mut strata_commands::effects::Located,
     ) -> Result<Option<u64>, String> {
@@ -777,7 +777,7 @@ impl Persistence {
         let mut dead = false;
         // A record of the server's own (not a database's key) in the batch.
         let mut functions = false;
-        for r in records {
+        for r in records.iter() {
             let ns = changed
                 .as_ref()
                 .unwrap_or(&map)
@@ -787,21 +787,21 @@ impl Persistence {
                 .unwrap_or(0)
                 .to_be_bytes();
             // The engine key, `namespace ‖ key`, written straight into the batch.
-            let key: [&[u8]; 2] = [&ns, &r.key];
+            let key: [&[u8]; 2] = [&ns, r.key];
             // The batch operation whose location the keyspace lists, if any.
             let mut list = None;
-            match &r.kind {
+            match r.kind {
                 RecordKind::Put { value, expires_at } => {
                     let meta = WriteMeta::new()
                         .with_version(version)
-                        .with_expiry(*expires_at);
+                        .with_expiry(expires_at);
                     list = Some(batch.len());
                     batch.put_parts(&key, value, meta);
                 }
                 RecordKind::Op { op, expires_at } => {
                     let meta = WriteMeta::new()
                         .with_version(version)
-                        .with_expiry(*expires_at);
+                        .with_expiry(expires_at);
                     list = Some(batch.len());
                     batch.merge_parts(&key, op, meta);
                 }
@@ -839,8 +839,8 @@ impl Persistence {
                 }
                 RecordKind::SwapDb { other } => {
                     let m = changed.get_or_insert_with(|| DbMap::clone(&map));
-                    if r.db < m.namespaces.len() && *other < m.namespaces.len() {
-                        m.namespaces.swap(r.db, *other);
+                    if r.db < m.namespaces.len() && other < m.namespaces.len() {
+                        m.namespaces.swap(r.db, other);
                     }
                 }
                 RecordKind::Functions { payload } => {
@@ -850,7 +850,7 @@ impl Persistence {
                         payload,
                         WriteMeta::new().with_version(version),
                     );
-                    *self.functions.lock() = Some(payload.clone());
+                    *self.functions.lock() = Some(payload.to_vec());
                 }
             }
             listed.push(list);
@@ -1482,7 +1482,7 @@ impl Persistence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_commands::effects::encode_op;
+    use strata_commands::effects::{Record, encode_op};
     use strata_keyspace::EncodingLimits;
 
     fn open(dir: &Path) -> Persistence {
@@ -1535,7 +1535,9 @@ mod tests {
                     tokio::spawn(async move {
                         let mut located = strata_commands::effects::Located::new();
                         let record = put(0, &format!("k{i}"), b"v");
-                        let n = p.log(&[record], 1, &mut located).expect("logged");
+                        let n = p
+                            .log(&Batch::of(&[record]), 1, &mut located)
+                            .expect("logged");
                         let n = n.expect("a batch number");
                         tokio::task::yield_now().await;
                         tokio::time::timeout(Duration::from_secs(20), p.wait_synced(n))
@@ -1583,7 +1585,9 @@ mod tests {
                 for i in 0..64 {
                     let mut located = strata_commands::effects::Located::new();
                     let record = put(0, &format!("k{i}"), b"v");
-                    let n = p.log(&[record], 1, &mut located).expect("logged");
+                    let n = p
+                        .log(&Batch::of(&[record]), 1, &mut located)
+                        .expect("logged");
                     let n = n.expect("a batch number");
                     let p = p.clone();
                     waits.spawn(async move { p.wait_synced(n).await });
@@ -1615,7 +1619,7 @@ mod tests {
         for i in 0..8 {
             let record = put(0, &format!("k{i}"), b"v");
             last = p
-                .log(&[record], 1, &mut located)
+                .log(&Batch::of(&[record]), 1, &mut located)
                 .expect("logged")
                 .expect("n");
         }
@@ -1649,7 +1653,9 @@ mod tests {
                 }
             }
             let record = put(0, &format!("k{i}"), b"v");
-            let n = p.log(&[record], 1, &mut located).expect("logged");
+            let n = p
+                .log(&Batch::of(&[record]), 1, &mut located)
+                .expect("logged");
             let n = n.expect("a batch number");
             runtime.block_on(async {
                 tokio::time::timeout(Duration::from_secs(20), p.wait_synced(n))
@@ -1668,21 +1674,25 @@ mod tests {
         {
             let p = open(dir.path());
             let mut located = strata_commands::effects::Located::new();
-            p.log(&[put(0, "a", b"1"), put(3, "b", b"2")], 1, &mut located)
-                .expect("logged");
+            p.log(
+                &Batch::of(&[put(0, "a", b"1"), put(3, "b", b"2")]),
+                1,
+                &mut located,
+            )
+            .expect("logged");
             let op = encode_op(&["RPUSH", "l", "x", "y"]);
             p.log(
-                &[Record::new(
+                &Batch::of(&[Record::new(
                     0,
                     b"l".to_vec(),
                     RecordKind::Op { op, expires_at: 0 },
-                )],
+                )]),
                 2,
                 &mut located,
             )
             .expect("logged");
             p.log(
-                &[Record::new(3, Vec::new(), RecordKind::SwapDb { other: 0 })],
+                &Batch::of(&[Record::new(3, Vec::new(), RecordKind::SwapDb { other: 0 })]),
                 3,
                 &mut located,
             )
@@ -1732,7 +1742,7 @@ mod tests {
             for round in 0..300u64 {
                 let v = round.to_string();
                 p.log(
-                    &[put(0, "a", v.as_bytes()), put(3, "b", v.as_bytes())],
+                    &Batch::of(&[put(0, "a", v.as_bytes()), put(3, "b", v.as_bytes())]),
                     round + 1,
                     &mut located,
                 )

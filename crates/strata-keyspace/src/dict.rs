@@ -868,18 +868,22 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
     }
 
     /// Returns the entry for `key`, inserting `make()` first if it is absent; the flag
-    /// says whether it was inserted.
+    /// says whether it was inserted, and the place is where the entry is now.
     pub fn get_or_insert_with(
         &mut self,
         hash: u64,
         key: &[u8],
         make: impl FnOnce() -> E,
-    ) -> (&mut E, bool) {
+    ) -> (&mut E, bool, Pos) {
         self.migrate_step();
         if let Some(i) = self.main.find(hash, key) {
             return (
                 self.main.slots[i].as_mut().expect("found slot is full"),
                 false,
+                Pos {
+                    old: false,
+                    index: i,
+                },
             );
         }
         let (entry, inserted) = match self.remove_from_old(hash, key) {
@@ -892,6 +896,10 @@ impl<E: DictEntry, S: BuildHasher> Dict<E, S> {
         (
             self.main.slots[i].as_mut().expect("inserted slot is full"),
             inserted,
+            Pos {
+                old: false,
+                index: i,
+            },
         )
     }
 
@@ -1740,7 +1748,7 @@ mod tests {
                 Op::Upsert(k) => {
                     let k = format!("key:{k}").into_bytes();
                     let h = d.hash(&k);
-                    let (e, inserted) = d.get_or_insert_with(h, &k, || E::new(k.clone(), 0));
+                    let (e, inserted, _) = d.get_or_insert_with(h, &k, || E::new(k.clone(), 0));
                     e.1 = e.1.wrapping_add(1);
                     prop_assert_eq!(inserted, !m.contains_key(&k));
                     let mv = m.entry(k).or_insert(0);

@@ -109,7 +109,7 @@ impl Table {
 
     fn insert(&mut self, member: &[u8]) -> bool {
         let h = self.dict.hash(member);
-        let (m, inserted) = self
+        let (m, inserted, _) = self
             .dict
             .get_or_insert_with(h, member, || Member(CompactBytes::new(member)));
         if inserted {

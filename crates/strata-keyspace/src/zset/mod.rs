@@ -263,7 +263,7 @@ impl Big {
                 None => return Added::Refused,
             }
         } else {
-            let (e, inserted) = self.dict.get_or_insert_with(h, member, || ScoreEntry {
+            let (e, inserted, _) = self.dict.get_or_insert_with(h, member, || ScoreEntry {
                 member: CompactBytes::new(member),
                 score,
             });

@@ -528,7 +528,9 @@ pub fn record_for(
     let expires_at = db.expire_at(entry).unwrap_or(0);
     if explicit.is_empty() {
         // Most commands: one record, written straight into the batch.
-        let change = change_of(entry, batch.key(key), rule, argv);
+        // Read once: decoding the entry's value costs some 40 instructions.
+        let value = entry.value();
+        let change = change_of(entry, value, batch.key(key), rule, argv);
         let mut made = 1;
         if fresh && change != Change::Value && first(batch, batch.key(key)) {
             batch.push_bare(db_index, key, at, RecordKind::Fresh);
@@ -537,7 +539,7 @@ pub fn record_for(
         match change {
             Change::Expiry => batch.push_expiry(db_index, key, at, expires_at),
             Change::Replay => batch.push_op(db_index, key, at, argv, expires_at, true),
-            Change::Value => batch.push_value(db_index, key, at, entry.value(), expires_at),
+            Change::Value => batch.push_value(db_index, key, at, value, expires_at),
         }
         return made;
     }
@@ -888,9 +890,15 @@ enum Change {
     Value,
 }
 
-/// How the change to `entry` (of key `key`) that the command `argv` made is logged.
-fn change_of(entry: &strata_keyspace::Entry, key: &[u8], rule: LogRule, argv: &[&[u8]]) -> Change {
-    let value = entry.value();
+/// How the change to `entry` (of key `key`, holding `value`) that the command
+/// `argv` made is logged.
+fn change_of(
+    entry: &strata_keyspace::Entry,
+    value: strata_keyspace::ValueRef<'_>,
+    key: &[u8],
+    rule: LogRule,
+    argv: &[&[u8]],
+) -> Change {
     // A value out of memory (`maxmemory-policy tiered`) is unchanged — the
     // commands that may run on one never change it — and is already the key's
     // record in the store: only its expiry is logged.

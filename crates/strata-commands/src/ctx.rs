@@ -986,6 +986,8 @@ impl<'a> Held<'a> {
         }
         let at = keys.guards.partition_point(|g| g.0 < shard);
         keys.guards.insert(at, (shard, guard));
+        // The command about to run asks for this shard next.
+        keys.near = at;
         true
     }
 

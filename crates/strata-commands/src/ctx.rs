@@ -64,7 +64,7 @@ pub struct Keys<'a> {
     /// Records of the commands run so far, for the log.
     pub records: crate::effects::Batch,
     /// Records made since this view was created, those merged into an earlier
-    /// one included (see [`crate::effects::push_merging`]).
+    /// one included (see [`crate::effects::Batch::merge_last`]).
     made: usize,
     /// The keys `records` has records of, built only when a key's database lists
     /// no records of it (see [`crate::effects::record_for`]) and kept up to date
@@ -576,7 +576,7 @@ impl<'a> Keys<'a> {
             && !self
                 .changed_keys
                 .iter()
-                .any(|(d, h, k)| *h == hash && *d == db && self.records.key(*k) == key)
+                .any(|(d, h, k)| *h == hash && *d == db && self.records.at(*k) == key)
         {
             // Into the batch, where its records will find it.
             let key = self.records.note_key(key);
@@ -637,7 +637,7 @@ impl<'a> Keys<'a> {
             }
             let mut ops: Vec<Vec<Vec<u8>>> = Vec::new();
             if !explicit.is_empty() {
-                let key = self.records.key(key);
+                let key = self.records.at(key);
                 ops = explicit
                     .iter()
                     .filter(|(d, k, _)| *d == db_index && k == key)
@@ -679,7 +679,7 @@ impl<'a> Keys<'a> {
         }
     }
 
-    /// The shortcut of [`crate::effects::Batch::push_merging`]: when the batch's
+    /// The shortcut of [`crate::effects::Batch::push_op`]'s merge: when the batch's
     /// last record is this same mergeable command on `key` (noted in the batch) with
     /// the expiry the key has now, appends the command's arguments to it, with no
     /// record of its own built first (a pipeline's run of LPUSHes onto one list).
@@ -691,7 +691,7 @@ impl<'a> Keys<'a> {
         key: crate::effects::Span,
         argv: &[&[u8]],
     ) -> bool {
-        if argv.get(1).copied() != Some(self.records.key(key))
+        if argv.get(1).copied() != Some(self.records.at(key))
             || !self.records.last_is_op_on(db_index, key)
         {
             return false;
@@ -704,7 +704,7 @@ impl<'a> Keys<'a> {
         let db = guards[pos].1.db(db_index);
         // The key's expiry now (a value out of memory logs its expiry only).
         let Some(now_expiry) = db
-            .peek(hash, records.key(key), now)
+            .peek(hash, records.at(key), now)
             .filter(|e| !e.value().is_cold())
             .map(|e| db.expire_at(e).unwrap_or(0))
         else {

@@ -345,17 +345,6 @@ fn set_count(buf: &mut Vec<u8>, start: usize, args_at: usize, count: usize) {
     }
 }
 
-/// Merges operation `next` into `prev` when both are the same mergeable command
-/// (a push, an add, a removal or a plain ZADD; a pop of a list, see [`append_args`])
-/// on the same key, so that a pipeline's run of pushes onto one list is one
-/// record; false, and `prev` unchanged, otherwise.
-pub fn merge_ops(prev: &mut Vec<u8>, next: &[u8]) -> bool {
-    match op_args(next) {
-        Ok(Some(argv)) => append_args(prev, &argv),
-        _ => false,
-    }
-}
-
 /// LPOP and RPOP: a run of pops from one end of one list is one pop of their
 /// summed counts (`LPOP k` twice is `LPOP k 2`), as long as the list outlives it
 /// (a pop that empties it deletes the key, which is a record of another kind).
@@ -473,20 +462,6 @@ fn apply_merge(buf: &mut Vec<u8>, start: usize, argv: &[&[u8]], merge: Merge) {
     }
 }
 
-/// Appends the arguments after the key of `argv` (a command as it came) to `prev`
-/// when both are the same mergeable command on the same key (a pop adds its count
-/// to `prev`'s instead); false, and `prev` unchanged, otherwise. What
-/// [`merge_ops`] does, without an operation encoded for `argv` first.
-pub fn append_args(prev: &mut Vec<u8>, argv: &[&[u8]]) -> bool {
-    match merge_plan(prev, argv) {
-        Some(merge) => {
-            apply_merge(prev, 0, argv, merge);
-            true
-        }
-        None => false,
-    }
-}
-
 /// Reads an operation written by [`encode_op`] (`None` for an expiry-only one).
 /// Errors on malformed bytes; never panics.
 pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
@@ -495,7 +470,7 @@ pub fn decode_op(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>, &'static str> {
 
 /// Appends to `batch` the records for a key changed by one command, from its state
 /// now; returns how many it made, those merged into the batch's last record
-/// included (see [`Batch::push_merging`]). The key, of hash `hash` in `db`, is in
+/// included (see [`Batch::merge_last`]). The key, of hash `hash` in `db`, is in
 /// `batch`'s buffer at `key` ([`Batch::note_key`]), where its records share it.
 ///
 /// `explicit` are the operations the handler gave for this key (in order), `argv`
@@ -519,7 +494,7 @@ pub fn record_for(
     explicit: &[Vec<Vec<u8>>],
     first: impl FnOnce(&Batch, &[u8]) -> bool,
 ) -> usize {
-    let Some((pos, entry)) = db.peek_at(hash, batch.key(key), now_ms) else {
+    let Some((pos, entry)) = db.peek_at(hash, batch.at(key), now_ms) else {
         batch.push_bare(db_index, key, None, RecordKind::Delete);
         return 1;
     };
@@ -530,9 +505,9 @@ pub fn record_for(
         // Most commands: one record, written straight into the batch.
         // Read once: decoding the entry's value costs some 40 instructions.
         let value = entry.value();
-        let change = change_of(entry, value, batch.key(key), rule, argv);
+        let change = change_of(entry, value, batch.at(key), rule, argv);
         let mut made = 1;
-        if fresh && change != Change::Value && first(batch, batch.key(key)) {
+        if fresh && change != Change::Value && first(batch, batch.at(key)) {
             batch.push_bare(db_index, key, at, RecordKind::Fresh);
             made += 1;
         }
@@ -543,7 +518,7 @@ pub fn record_for(
         }
         return made;
     }
-    let fresh_first = fresh && first(batch, batch.key(key));
+    let fresh_first = fresh && first(batch, batch.at(key));
     if fresh_first {
         batch.push_bare(db_index, key, at, RecordKind::Fresh);
     }
@@ -609,9 +584,9 @@ impl Batch {
         self.iter().map(|r| r.owned()).collect()
     }
 
-    /// The bytes at `span`.
+    /// The bytes at `span`: a record's key, value or operation.
     #[inline]
-    pub fn key(&self, span: Span) -> &[u8] {
+    pub fn at(&self, span: Span) -> &[u8] {
         self.bytes.get(span.start..span.end).unwrap_or_default()
     }
 
@@ -619,8 +594,8 @@ impl Batch {
     fn view(&self, r: &Record<Span>) -> Record<&[u8]> {
         Record {
             db: r.db,
-            key: self.key(r.key),
-            kind: r.kind.map(|&span| self.key(span)),
+            key: self.at(r.key),
+            kind: r.kind.map(|&span| self.at(span)),
             at: r.at,
         }
     }
@@ -666,20 +641,6 @@ impl Batch {
             kind,
             at: record.at,
         });
-    }
-
-    /// Appends `record`; an operation that continues the batch's last one (same
-    /// key, same expiry, see [`merge_ops`]) joins it instead of becoming a record of
-    /// its own.
-    pub fn push_merging(&mut self, record: Record<&[u8]>) {
-        let key = self.note_key(record.key);
-        if let RecordKind::Op { op, expires_at } = record.kind
-            && let Ok(Some(argv)) = op_args(op)
-            && self.merge_last(record.db, key, expires_at, &argv)
-        {
-            return;
-        }
-        self.push_copied(key, record);
     }
 
     /// Appends a record without a value or operation (a tombstone, say) of the key
@@ -752,13 +713,13 @@ impl Batch {
         matches!(
             self.records.last(),
             Some(Record { db: d, key: k, kind: RecordKind::Op { .. }, .. })
-                if *d == db && self.key(*k) == self.key(key)
+                if *d == db && self.at(*k) == self.at(key)
         )
     }
 
     /// Appends the arguments of the command `argv` to the batch's last record when
     /// it is an operation on the key at `key` of database `db`, with expiry
-    /// `expires_at`, that `argv` continues (see [`append_args`]); false, and nothing
+    /// `expires_at`, that `argv` continues (see [`merge_plan`]); false, and nothing
     /// changed, otherwise. The operation must end the buffer, or be followed only by
     /// the key at `key` (noted by the command: the merge drops it, as the key's
     /// record is the one before).
@@ -777,7 +738,7 @@ impl Batch {
             return false;
         };
         let (op, len) = (*op, self.bytes.len());
-        if *last_db != db || *last_expiry != expires_at || self.key(*last_key) != self.key(key) {
+        if *last_db != db || *last_expiry != expires_at || self.at(*last_key) != self.at(key) {
             return false;
         }
         let tail = if key.start == op.end && key.end == len {
@@ -787,7 +748,7 @@ impl Batch {
         } else {
             return false;
         };
-        let Some(merge) = merge_plan(self.key(op), argv) else {
+        let Some(merge) = merge_plan(self.at(op), argv) else {
             return false;
         };
         self.bytes.truncate(tail);
@@ -937,6 +898,27 @@ pub fn is_collection(value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The operation `prev` with the arguments after the key of `argv` (a command
+    /// as it came), when `argv` continues it (see [`merge_plan`]); false, and `prev`
+    /// unchanged, otherwise.
+    fn append_args(prev: &mut Vec<u8>, argv: &[&[u8]]) -> bool {
+        match merge_plan(prev, argv) {
+            Some(merge) => {
+                apply_merge(prev, 0, argv, merge);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`append_args`] for an encoded operation `next`.
+    fn merge_ops(prev: &mut Vec<u8>, next: &[u8]) -> bool {
+        match op_args(next) {
+            Ok(Some(argv)) => append_args(prev, &argv),
+            _ => false,
+        }
+    }
 
     /// A change to a small hash logs the operation when it is shorter than the
     /// whole hash, whether the hash's bytes are in its entry or beside it.
@@ -1209,36 +1191,46 @@ mod tests {
         Record::new(0, key.as_bytes().to_vec(), kind)
     }
 
-    fn push(key: &str, element: &str, expires_at: u64) -> Record {
-        record(
-            key,
-            RecordKind::Op {
-                op: op(&["LPUSH", key, element]),
-                expires_at,
-            },
-        )
+    /// A command's push onto `key`, as the command logs it: the key noted in the
+    /// batch, then the operation, which may continue the batch's last.
+    fn push(batch: &mut Batch, name: &str, key: &str, element: &str, expires_at: u64) {
+        let noted = batch.note_key(key.as_bytes());
+        let argv = [name.as_bytes(), key.as_bytes(), element.as_bytes()];
+        batch.push_op(0, noted, None, &argv, expires_at, true);
     }
 
     #[test]
     fn a_batch_merges_only_consecutive_operations_of_one_key_and_expiry() {
         let mut batch = Batch::new();
-        let push_merging =
-            |batch: &mut Batch, record: Record| batch.push_merging(record.borrowed());
-        push_merging(&mut batch, push("k", "a", 0));
-        push_merging(&mut batch, push("k", "b", 0));
+        push(&mut batch, "LPUSH", "k", "a", 0);
+        push(&mut batch, "lpush", "k", "b", 0);
         assert_eq!(batch.len(), 1);
+        // The key noted for the second push went with the merge: the buffer holds
+        // the key once and the one operation.
+        assert_eq!(batch.bytes.len(), 1 + op(&["LPUSH", "k", "a", "b"]).len());
         // Another expiry (the key was recreated without its TTL, say): a record of
         // its own.
-        push_merging(&mut batch, push("k", "c", 7));
+        push(&mut batch, "LPUSH", "k", "c", 7);
         assert_eq!(batch.len(), 2);
         // Another key between two pushes onto one key keeps them apart.
-        push_merging(&mut batch, push("j", "x", 0));
-        push_merging(&mut batch, push("k", "d", 7));
+        push(&mut batch, "LPUSH", "j", "x", 0);
+        push(&mut batch, "LPUSH", "k", "d", 7);
         assert_eq!(batch.len(), 4);
         // A tombstone and an operation (a key's first record) are never merged.
-        batch.push(record("k", RecordKind::Fresh).borrowed());
-        push_merging(&mut batch, push("k", "e", 7));
+        let noted = batch.note_key(b"k");
+        batch.push_bare(0, noted, None, RecordKind::Fresh);
+        push(&mut batch, "LPUSH", "k", "e", 7);
         assert_eq!(batch.len(), 6);
+        // Nor is another command: the buffer is as it was, and the noted key stays
+        // the new record's.
+        let before = batch.bytes.len();
+        push(&mut batch, "RPUSH", "k", "f", 7);
+        assert_eq!(batch.len(), 7);
+        assert_eq!(
+            batch.bytes.len(),
+            before + 1 + op(&["RPUSH", "k", "f"]).len()
+        );
+        assert_eq!(batch.to_records()[6].key, b"k");
         let ops: Vec<Vec<String>> = batch
             .iter()
             .filter_map(|r| match &r.kind {
@@ -1254,7 +1246,111 @@ mod tests {
                 vec!["LPUSH", "j", "x"],
                 vec!["LPUSH", "k", "d"],
                 vec!["LPUSH", "k", "e"],
+                vec!["RPUSH", "k", "f"],
             ]
         );
+    }
+
+    /// What a batch should hold, kept the plain way: owned records, an operation
+    /// that continues the last one merged into it by [`append_args`].
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// A command's operation on `key`, its key noted anew or (`again`) the
+        /// last record's key taken as it is, merging if `merge`.
+        Op {
+            key: u8,
+            name: u8,
+            arg: u8,
+            expires_at: u64,
+            merge: bool,
+            again: bool,
+        },
+        /// The whole value `arg` of `key`.
+        Value { key: u8, arg: u8 },
+        /// A record without bytes of its own.
+        Bare { key: u8, fresh: bool },
+        /// The expiry of `key`.
+        Expiry { key: u8, expires_at: u64 },
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        let key = 0u8..2;
+        prop_oneof![
+            4 => (key.clone(), 0u8..4, 0u8..4, prop_oneof![Just(0u64), Just(7u64)], any::<bool>(), any::<bool>())
+                .prop_map(|(key, name, arg, expires_at, merge, again)| Step::Op { key, name, arg, expires_at, merge, again }),
+            1 => (key.clone(), 0u8..4).prop_map(|(key, arg)| Step::Value { key, arg }),
+            1 => (key.clone(), any::<bool>()).prop_map(|(key, fresh)| Step::Bare { key, fresh }),
+            1 => (key, prop_oneof![Just(0u64), Just(7u64)]).prop_map(|(key, expires_at)| Step::Expiry { key, expires_at }),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Whatever a batch is given, its records are the plain model's, and its
+        /// buffer holds each record's key and bytes and nothing else.
+        #[test]
+        fn a_batch_holds_what_the_plain_records_would(steps in proptest::collection::vec(step(), 0..40)) {
+            const KEYS: [&str; 2] = ["k", "list"];
+            const NAMES: [&str; 4] = ["LPUSH", "RPUSH", "LPOP", "SADD"];
+            const ARGS: [&str; 4] = ["a", "2", "", "x y"];
+            let mut batch = Batch::new();
+            let mut model: Vec<Record> = Vec::new();
+            // Bytes the buffer holds besides the records' own: keys shared by two.
+            let mut shared = 0;
+            for step in steps {
+                match step {
+                    Step::Op { key, name, arg, expires_at, merge, again } => {
+                        let last_key = batch.records.last().map(|r| r.key);
+                        let reused = again && last_key.is_some();
+                        let (k, key) = match last_key {
+                            Some(span) if again => (span, batch.at(span).to_vec()),
+                            _ => (batch.note_key(KEYS[usize::from(key)].as_bytes()), KEYS[usize::from(key)].as_bytes().to_vec()),
+                        };
+                        let argv: Vec<&[u8]> = vec![NAMES[usize::from(name)].as_bytes(), &key, ARGS[usize::from(arg)].as_bytes()];
+                        let before = batch.len();
+                        batch.push_op(0, k, None, &argv, expires_at, merge);
+                        let mut merged = false;
+                        if merge
+                            && let Some(Record { db: 0, key: last, kind: RecordKind::Op { op, expires_at: e }, .. }) = model.last_mut()
+                            && *last == key
+                            && *e == expires_at
+                        {
+                            merged = append_args(op, &argv);
+                        }
+                        if !merged {
+                            model.push(Record::new(0, key.clone(), RecordKind::Op { op: encode_op(&argv), expires_at }));
+                        }
+                        if reused && batch.len() > before {
+                            shared += batch.at(k).len();
+                        }
+                    }
+                    Step::Value { key, arg } => {
+                        let value = Value::string(ARGS[usize::from(arg)].as_bytes());
+                        let k = batch.note_key(KEYS[usize::from(key)].as_bytes());
+                        batch.push_value(0, k, None, (&value).into(), 3);
+                        model.push(Record::new(0, KEYS[usize::from(key)].into(), RecordKind::Put { value: serialize::to_vec(&value), expires_at: 3 }));
+                    }
+                    Step::Bare { key, fresh } => {
+                        let kind = if fresh { RecordKind::Fresh } else { RecordKind::Delete };
+                        let k = batch.note_key(KEYS[usize::from(key)].as_bytes());
+                        batch.push_bare(0, k, None, kind.map(|_| Span::default()));
+                        model.push(Record::new(0, KEYS[usize::from(key)].into(), kind));
+                    }
+                    Step::Expiry { key, expires_at } => {
+                        let k = batch.note_key(KEYS[usize::from(key)].as_bytes());
+                        batch.push_expiry(0, k, None, expires_at);
+                        model.push(Record::new(0, KEYS[usize::from(key)].into(), RecordKind::Op { op: vec![OP_EXPIRY], expires_at }));
+                    }
+                }
+                proptest::prop_assert_eq!(batch.to_records(), model.clone());
+                let own: usize = model
+                    .iter()
+                    .map(|r| r.key.len() + r.kind.payload().map_or(0, Vec::len))
+                    .sum();
+                proptest::prop_assert_eq!(batch.bytes.len(), own - shared);
+            }
+        }
     }
 }

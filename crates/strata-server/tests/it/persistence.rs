@@ -835,7 +835,7 @@ fn an_operation_on_a_recreated_key_never_builds_on_its_expired_value() {
 }
 
 /// A pipeline's consecutive pushes, pops, removals and plain ZADDs onto one key
-/// are logged as one operation (see `effects::push_merging`): replayed, they must
+/// are logged as one operation (see `effects::Batch::merge_last`): replayed, they must
 /// build the same values in the same order, with the expiry each had.
 #[test]
 fn pipelined_runs_on_one_key_replay_in_order_after_kill9() {

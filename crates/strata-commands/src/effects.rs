@@ -719,8 +719,9 @@ impl Batch {
 
     /// Appends the arguments of the command `argv` to the batch's last record when
     /// it is an operation on the key at `key` of database `db`, with expiry
-    /// `expires_at`, that `argv` continues (see [`merge_plan`]); false, and nothing
-    /// changed, otherwise. The operation must end the buffer, or be followed only by
+    /// `expires_at`, that `argv` continues — the same push, add or removal (a ZADD
+    /// without options), or a pop from the same end, whose count adds up; false,
+    /// and nothing changed, otherwise. The operation must end the buffer, or be followed only by
     /// the key at `key` (noted by the command: the merge drops it, as the key's
     /// record is the one before).
     pub fn merge_last(&mut self, db: usize, key: Span, expires_at: u64, argv: &[&[u8]]) -> bool {

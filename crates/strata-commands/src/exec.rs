@@ -772,6 +772,45 @@ mod tests {
             .collect()
     }
 
+    /// Where the store put each record of a held run's batch is listed for its
+    /// own key, whichever of the held shards it is in and in whatever order they
+    /// were taken.
+    #[test]
+    fn a_held_batch_lists_each_record_where_it_went() {
+        let server = Fake::logging();
+        server.locate.store(true, Ordering::Relaxed);
+        let ks = Keyspace::new(16, 64);
+        // Keys in shards of their own, taken in no order of the shards.
+        let mut keys: Vec<String> = Vec::new();
+        let mut shards = std::collections::HashSet::new();
+        for i in 0.. {
+            let key = format!("key:{i}");
+            if shards.insert(ks.shard_of(key.as_bytes())) {
+                keys.push(key);
+            }
+            if keys.len() == 12 {
+                break;
+            }
+        }
+        let mut p = Pipeline::new(&server, &ks);
+        for key in &keys {
+            p.run(&["SET", key, "v"]);
+        }
+        assert_eq!(p.held.shards().count(), keys.len());
+        p.release();
+        assert_eq!(batch_sizes(&server), vec![keys.len()]);
+        for (i, key) in keys.iter().enumerate() {
+            let hash = ks.hash(key.as_bytes());
+            let mut shard = ks.lock(ks.shard_of(key.as_bytes()));
+            let listed: Vec<_> = shard
+                .db(0)
+                .log_refs(hash, key.as_bytes())
+                .map(|r| r.locations().map(|l| (l.segment, l.offset)).collect())
+                .unwrap_or_default();
+            assert_eq!(listed, vec![(1, i as u32)], "{key}");
+        }
+    }
+
     #[test]
     fn pipelined_commands_on_one_shard_keep_it_and_log_one_batch() {
         let server = Fake::logging();

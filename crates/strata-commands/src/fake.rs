@@ -21,6 +21,10 @@ pub(crate) struct Fake {
     pub batches: Mutex<Vec<Vec<Record>>>,
     /// Whether the log refuses batches.
     pub refuse: AtomicBool,
+    /// Whether the log leaves the keyspace to list where each put or operation
+    /// went (as the store does once its index has switched): record `i` of batch
+    /// `n` at segment `n`, offset `i`.
+    pub locate: AtomicBool,
 }
 
 impl Fake {
@@ -31,6 +35,7 @@ impl Fake {
             logging: None,
             batches: Mutex::new(Vec::new()),
             refuse: AtomicBool::new(false),
+            locate: AtomicBool::new(false),
         }
     }
 
@@ -102,6 +107,20 @@ impl Server for Fake {
         }
         let mut batches = self.batches.lock();
         batches.push(records.to_records());
+        if self.locate.load(Ordering::Relaxed) {
+            let segment = batches.len() as u64;
+            located.extend(records.iter().enumerate().map(|(i, r)| {
+                matches!(
+                    r.kind,
+                    crate::effects::RecordKind::Put { .. } | crate::effects::RecordKind::Op { .. }
+                )
+                .then(|| strata_keyspace::logref::LogLoc {
+                    segment,
+                    offset: i as u32,
+                    len: 1,
+                })
+            }));
+        }
         Ok(Some(batches.len() as u64))
     }
 }

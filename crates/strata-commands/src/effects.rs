@@ -622,25 +622,18 @@ impl Batch {
 
     /// Appends `record`, its bytes copied.
     pub fn push(&mut self, record: Record<&[u8]>) {
+        let (db, at) = (record.db, record.at);
         let key = self.note_key(record.key);
-        self.push_copied(key, record);
-    }
-
-    /// Appends `record`, whose key is at `key`, its value or operation copied.
-    fn push_copied(&mut self, key: Span, record: Record<&[u8]>) {
-        let kind = match record.kind.payload() {
-            Some(payload) => {
-                let span = self.write(|b| b.extend_from_slice(payload));
-                record.kind.map(|_| span)
-            }
-            None => record.kind.map(|_| Span::default()),
-        };
-        self.records.push(Record {
-            db: record.db,
-            key,
-            kind,
-            at: record.at,
-        });
+        match record.kind.payload() {
+            Some(payload) => self.push_written(
+                db,
+                key,
+                at,
+                |b| b.extend_from_slice(payload),
+                |span| record.kind.map(|_| span),
+            ),
+            None => self.push_bare(db, key, at, record.kind.map(|_| Span::default())),
+        }
     }
 
     /// Appends a record without a value or operation (a tombstone, say) of the key
@@ -649,6 +642,26 @@ impl Batch {
     pub fn push_bare(&mut self, db: usize, key: Span, at: Option<KeyAt>, kind: RecordKind<Span>) {
         debug_assert!(kind.payload().is_none());
         self.records.push(Record { db, key, kind, at });
+    }
+
+    /// Appends a record of the key at `key` whose value or operation `write`
+    /// writes into the buffer, made by `kind` from where it went.
+    #[inline]
+    fn push_written(
+        &mut self,
+        db: usize,
+        key: Span,
+        at: Option<KeyAt>,
+        write: impl FnOnce(&mut Vec<u8>),
+        kind: impl FnOnce(Span) -> RecordKind<Span>,
+    ) {
+        let span = self.write(write);
+        self.records.push(Record {
+            db,
+            key,
+            kind: kind(span),
+            at,
+        });
     }
 
     /// Appends the operation that replays `argv` on the key at `key`; with `merge`,
@@ -667,25 +680,15 @@ impl Batch {
         if merge && self.merge_last(db, key, expires_at, argv) {
             return;
         }
-        let op = self.write(|b| encode_op_into(b, argv));
-        self.records.push(Record {
-            db,
-            key,
-            kind: RecordKind::Op { op, expires_at },
-            at,
-        });
+        let op = |op| RecordKind::Op { op, expires_at };
+        self.push_written(db, key, at, |b| encode_op_into(b, argv), op);
     }
 
     /// Appends the operation that only sets the expiry of the key at `key`.
     #[inline]
     pub fn push_expiry(&mut self, db: usize, key: Span, at: Option<KeyAt>, expires_at: u64) {
-        let op = self.write(|b| b.push(OP_EXPIRY));
-        self.records.push(Record {
-            db,
-            key,
-            kind: RecordKind::Op { op, expires_at },
-            at,
-        });
+        let op = |op| RecordKind::Op { op, expires_at };
+        self.push_written(db, key, at, |b| b.push(OP_EXPIRY), op);
     }
 
     /// Appends the whole `value` of the key at `key`.
@@ -698,13 +701,8 @@ impl Batch {
         value: strata_keyspace::ValueRef<'_>,
         expires_at: u64,
     ) {
-        let value = self.write(|b| serialize::encode(value, b));
-        self.records.push(Record {
-            db,
-            key,
-            kind: RecordKind::Put { value, expires_at },
-            at,
-        });
+        let put = |value| RecordKind::Put { value, expires_at };
+        self.push_written(db, key, at, |b| serialize::encode(value, b), put);
     }
 
     /// Whether the batch's last record is an operation on the key at `key` (its
@@ -721,9 +719,9 @@ impl Batch {
     /// it is an operation on the key at `key` of database `db`, with expiry
     /// `expires_at`, that `argv` continues — the same push, add or removal (a ZADD
     /// without options), or a pop from the same end, whose count adds up; false,
-    /// and nothing changed, otherwise. The operation must end the buffer, or be followed only by
-    /// the key at `key` (noted by the command: the merge drops it, as the key's
-    /// record is the one before).
+    /// and nothing changed, otherwise. The operation must end the buffer, or be
+    /// followed only by the key at `key` (noted by the command: the merge drops it,
+    /// as the key's record is the one before).
     pub fn merge_last(&mut self, db: usize, key: Span, expires_at: u64, argv: &[&[u8]]) -> bool {
         let Some(Record {
             db: last_db,

@@ -1130,9 +1130,9 @@ fn append_records(
     out: &mut Vec<u8>,
     anchor: &mut usize,
 ) -> Result<Option<u64>, ()> {
-    let records = keys.take_records();
+    let mut records = keys.take_records();
     let mut located = crate::effects::Located::new();
-    let logged = server.log(&records, keys.now_ms, &mut located);
+    let logged = server.log(&mut records, keys.now_ms, &mut located);
     if logged.is_ok() {
         keys.apply_locations(&records, &located);
     }

@@ -531,6 +531,11 @@ pub fn record_for(
     made
 }
 
+/// Bytes a [`Batch`]'s buffer keeps before each key for the store's prefix (a
+/// database's namespace, a `u32`), so that the store reads the prefixed key in
+/// place rather than copy it ([`Batch::write_prefixes`]).
+pub const KEY_ROOM: usize = 4;
+
 /// A place in a [`Batch`]'s buffer: a record's key, value or operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Span {
@@ -614,10 +619,54 @@ impl Batch {
         }
     }
 
-    /// Writes a key of records to come into the buffer.
+    /// Writes a key of records to come into the buffer, after [`KEY_ROOM`] bytes
+    /// kept for the store's prefix.
     #[inline]
     pub fn note_key(&mut self, key: &[u8]) -> Span {
-        self.write(|b| b.extend_from_slice(key))
+        let room = self.write(|b| {
+            b.extend_from_slice(&[0; KEY_ROOM]);
+            b.extend_from_slice(key);
+        });
+        Span {
+            start: room.start + KEY_ROOM,
+            end: room.end,
+        }
+    }
+
+    /// Writes, before each record's key, the prefix `prefix` gives for it (called
+    /// once a record, in order): [`Batch::iter_prefixed`] then reads each key with
+    /// its prefix as one slice. Records that share a key are one command's changes
+    /// to it, one after another: `prefix` is to give them the same prefix (the
+    /// last one written stands).
+    pub fn write_prefixes(&mut self, mut prefix: impl FnMut(Record<&[u8]>) -> [u8; KEY_ROOM]) {
+        for i in 0..self.records.len() {
+            let r = &self.records[i];
+            let (key, bytes) = (r.key, prefix(self.view(r)));
+            if let Some(room) = key
+                .start
+                .checked_sub(KEY_ROOM)
+                .and_then(|start| self.bytes.get_mut(start..key.start))
+            {
+                room.copy_from_slice(&bytes);
+            }
+        }
+    }
+
+    /// The records, in order, each key with the prefix written before it
+    /// ([`Batch::write_prefixes`]; zeros where none was).
+    #[inline]
+    pub fn iter_prefixed(&self) -> impl ExactSizeIterator<Item = Record<&[u8]>> + Clone + '_ {
+        self.records.iter().map(|r| Record {
+            db: r.db,
+            key: r
+                .key
+                .start
+                .checked_sub(KEY_ROOM)
+                .and_then(|start| self.bytes.get(start..r.key.end))
+                .unwrap_or_default(),
+            kind: r.kind.map(|&span| self.at(span)),
+            at: r.at,
+        })
     }
 
     /// Appends `record`, its bytes copied.
@@ -740,8 +789,8 @@ impl Batch {
         if *last_db != db || *last_expiry != expires_at || self.at(*last_key) != self.at(key) {
             return false;
         }
-        let tail = if key.start == op.end && key.end == len {
-            key.start
+        let tail = if key.start == op.end + KEY_ROOM && key.end == len {
+            op.end
         } else if op.end == len {
             len
         } else {
@@ -1205,8 +1254,11 @@ mod tests {
         push(&mut batch, "lpush", "k", "b", 0);
         assert_eq!(batch.len(), 1);
         // The key noted for the second push went with the merge: the buffer holds
-        // the key once and the one operation.
-        assert_eq!(batch.bytes.len(), 1 + op(&["LPUSH", "k", "a", "b"]).len());
+        // the key once (after its room) and the one operation.
+        assert_eq!(
+            batch.bytes.len(),
+            KEY_ROOM + 1 + op(&["LPUSH", "k", "a", "b"]).len()
+        );
         // Another expiry (the key was recreated without its TTL, say): a record of
         // its own.
         push(&mut batch, "LPUSH", "k", "c", 7);
@@ -1227,7 +1279,7 @@ mod tests {
         assert_eq!(batch.len(), 7);
         assert_eq!(
             batch.bytes.len(),
-            before + 1 + op(&["RPUSH", "k", "f"]).len()
+            before + KEY_ROOM + 1 + op(&["RPUSH", "k", "f"]).len()
         );
         assert_eq!(batch.to_records()[6].key, b"k");
         let ops: Vec<Vec<String>> = batch
@@ -1288,7 +1340,8 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
         /// Whatever a batch is given, its records are the plain model's, and its
-        /// buffer holds each record's key and bytes and nothing else.
+        /// buffer holds each record's key (after its room) and bytes and nothing
+        /// else.
         #[test]
         fn a_batch_holds_what_the_plain_records_would(steps in proptest::collection::vec(step(), 0..40)) {
             const KEYS: [&str; 2] = ["k", "list"];
@@ -1322,7 +1375,7 @@ mod tests {
                             model.push(Record::new(0, key.clone(), RecordKind::Op { op: encode_op(&argv), expires_at }));
                         }
                         if reused && batch.len() > before {
-                            shared += batch.at(k).len();
+                            shared += KEY_ROOM + batch.at(k).len();
                         }
                     }
                     Step::Value { key, arg } => {
@@ -1346,10 +1399,18 @@ mod tests {
                 proptest::prop_assert_eq!(batch.to_records(), model.clone());
                 let own: usize = model
                     .iter()
-                    .map(|r| r.key.len() + r.kind.payload().map_or(0, Vec::len))
+                    .map(|r| KEY_ROOM + r.key.len() + r.kind.payload().map_or(0, Vec::len))
                     .sum();
                 proptest::prop_assert_eq!(batch.bytes.len(), own - shared);
             }
+            // A prefix written before every key (one a key: records that share it
+            // get the same) is read with it, and changes nothing else.
+            let prefix = |key: &[u8]| u32::try_from(key.len() * 7 + 1).unwrap_or(0).to_be_bytes();
+            batch.write_prefixes(|r| prefix(r.key));
+            let prefixed: Vec<Vec<u8>> = batch.iter_prefixed().map(|r| r.key.to_vec()).collect();
+            let expected: Vec<Vec<u8>> = model.iter().map(|r| [&prefix(&r.key)[..], &r.key].concat()).collect();
+            proptest::prop_assert_eq!(prefixed, expected);
+            proptest::prop_assert_eq!(batch.to_records(), model);
         }
     }
 }

@@ -697,12 +697,12 @@ fn evict_key(
         hub.tracking
             .flush_bcast(0, &hub.limits, &mut keys.tracking, now_ms);
     }
-    let records = keys.take_records();
+    let mut records = keys.take_records();
     if !records.is_empty() {
         // A failed append leaves the store refusing writes until its reconcile,
         // which rewrites whatever differs from memory, this deletion included.
         // A deletion has no records for the keyspace to list.
-        let _ = server.log(&records, now_ms, &mut crate::effects::Located::new());
+        let _ = server.log(&mut records, now_ms, &mut crate::effects::Located::new());
     }
     drop(keys);
     // `lazyfree-lazy-eviction`: a value whose freeing is real work goes to the

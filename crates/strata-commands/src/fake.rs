@@ -97,7 +97,7 @@ impl Server for Fake {
     }
     fn log(
         &self,
-        records: &crate::effects::Batch,
+        records: &mut crate::effects::Batch,
         _now_ms: u64,
         located: &mut crate::effects::Located,
     ) -> Result<Option<u64>, String> {

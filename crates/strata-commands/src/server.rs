@@ -148,10 +148,11 @@ pub trait Server: Send + Sync {
     /// `located` is filled, one per record, with where each record went when the
     /// keyspace is to list it ([`crate::ctx::Keys::apply_locations`]): the store then
     /// keeps no index of those keys of its own. `now_ms` is the command's time
-    /// (Unix milliseconds), which the records' versions follow.
+    /// (Unix milliseconds), which the records' versions follow. The store may write
+    /// its prefix before the records' keys ([`crate::effects::Batch::write_prefixes`]).
     fn log(
         &self,
-        records: &crate::effects::Batch,
+        records: &mut crate::effects::Batch,
         now_ms: u64,
         located: &mut crate::effects::Located,
     ) -> Result<Option<u64>, String> {

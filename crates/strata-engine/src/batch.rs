@@ -47,6 +47,49 @@ impl WriteMeta {
     }
 }
 
+/// One operation, its key and value borrowed: a [`WriteBatch`]'s, read in place, or
+/// one of the caller's own for [`Engine::write_ops_located`](crate::Engine::write_ops_located).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteOp<'a> {
+    pub(crate) kind: Kind,
+    pub(crate) key: &'a [u8],
+    pub(crate) value: &'a [u8],
+    pub(crate) meta: WriteMeta,
+}
+
+impl<'a> WriteOp<'a> {
+    /// A put of `value` at `key`.
+    pub fn put(key: &'a [u8], value: &'a [u8], meta: WriteMeta) -> WriteOp<'a> {
+        WriteOp {
+            kind: Kind::Put,
+            key,
+            value,
+            meta,
+        }
+    }
+
+    /// A delete of `key` (its version, if given, is the one stored with the
+    /// tombstone).
+    pub fn delete(key: &'a [u8], meta: WriteMeta) -> WriteOp<'a> {
+        WriteOp {
+            kind: Kind::Delete,
+            key,
+            value: &[],
+            meta,
+        }
+    }
+
+    /// A merge operand for `key`.
+    pub fn merge(key: &'a [u8], operand: &'a [u8], meta: WriteMeta) -> WriteOp<'a> {
+        WriteOp {
+            kind: Kind::Merge,
+            key,
+            value: operand,
+            meta,
+        }
+    }
+}
+
 /// One operation of a batch: its key and value are ranges of the batch's buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BatchOp {
@@ -81,18 +124,7 @@ impl WriteBatch {
 
     /// Adds a put with a version and/or expiry.
     pub fn put_with(&mut self, key: &[u8], value: &[u8], meta: WriteMeta) -> &mut WriteBatch {
-        self.push(Kind::Put, &[key], value, meta)
-    }
-
-    /// Adds a put whose key is the concatenation of `key_parts` (a prefix and a
-    /// key, say), without the caller building it first.
-    pub fn put_parts(
-        &mut self,
-        key_parts: &[&[u8]],
-        value: &[u8],
-        meta: WriteMeta,
-    ) -> &mut WriteBatch {
-        self.push(Kind::Put, key_parts, value, meta)
+        self.push(Kind::Put, key, value, meta)
     }
 
     /// Adds a delete.
@@ -102,12 +134,7 @@ impl WriteBatch {
 
     /// Adds a delete with a version.
     pub fn delete_with(&mut self, key: &[u8], meta: WriteMeta) -> &mut WriteBatch {
-        self.push(Kind::Delete, &[key], &[], meta)
-    }
-
-    /// Adds a delete of the key made of `key_parts` (see [`WriteBatch::put_parts`]).
-    pub fn delete_parts(&mut self, key_parts: &[&[u8]], meta: WriteMeta) -> &mut WriteBatch {
-        self.push(Kind::Delete, key_parts, &[], meta)
+        self.push(Kind::Delete, key, &[], meta)
     }
 
     /// Adds a merge operand.
@@ -117,31 +144,12 @@ impl WriteBatch {
 
     /// Adds a merge operand with a version and/or expiry.
     pub fn merge_with(&mut self, key: &[u8], operand: &[u8], meta: WriteMeta) -> &mut WriteBatch {
-        self.push(Kind::Merge, &[key], operand, meta)
+        self.push(Kind::Merge, key, operand, meta)
     }
 
-    /// Adds a merge operand for the key made of `key_parts` (see
-    /// [`WriteBatch::put_parts`]).
-    pub fn merge_parts(
-        &mut self,
-        key_parts: &[&[u8]],
-        operand: &[u8],
-        meta: WriteMeta,
-    ) -> &mut WriteBatch {
-        self.push(Kind::Merge, key_parts, operand, meta)
-    }
-
-    fn push(
-        &mut self,
-        kind: Kind,
-        key_parts: &[&[u8]],
-        value: &[u8],
-        meta: WriteMeta,
-    ) -> &mut WriteBatch {
+    fn push(&mut self, kind: Kind, key: &[u8], value: &[u8], meta: WriteMeta) -> &mut WriteBatch {
         let start = self.data.len();
-        for part in key_parts {
-            self.data.extend_from_slice(part);
-        }
+        self.data.extend_from_slice(key);
         let key_end = self.data.len();
         self.data.extend_from_slice(value);
         self.ops.push(BatchOp {

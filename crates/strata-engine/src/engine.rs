@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 
-use crate::batch::{WriteBatch, WriteMeta};
+use crate::batch::{WriteBatch, WriteMeta, WriteOp};
 use crate::clock::Clock;
 use crate::compaction::{self, CompactionReport};
 use crate::error::{Error, Result};
@@ -102,18 +102,9 @@ pub struct Engine {
     compactor: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// One operation handed to the planner.
-#[derive(Clone, Copy)]
-struct Op<'a> {
-    kind: Kind,
-    key: &'a [u8],
-    value: &'a [u8],
-    meta: WriteMeta,
-}
-
 /// The operations of `batch`, read in place (collecting them would copy each).
 fn batch_ops(batch: &WriteBatch) -> impl Ops<'_> {
-    batch.ops.iter().map(|op| Op {
+    batch.ops.iter().map(|op| WriteOp {
         kind: op.kind,
         key: batch.key_of(op),
         value: batch.value_of(op),
@@ -122,9 +113,9 @@ fn batch_ops(batch: &WriteBatch) -> impl Ops<'_> {
 }
 
 /// Operations for the planner, which reads them twice.
-trait Ops<'a>: Iterator<Item = Op<'a>> + ExactSizeIterator + Clone {}
+trait Ops<'a>: Iterator<Item = WriteOp<'a>> + Clone {}
 
-impl<'a, I: Iterator<Item = Op<'a>> + ExactSizeIterator + Clone> Ops<'a> for I {}
+impl<'a, I: Iterator<Item = WriteOp<'a>> + Clone> Ops<'a> for I {}
 
 /// The expiry stored for a write: 0 ("never" on disk) when none is given or when the
 /// caller asks for none ([`WriteMeta::without_expiry`]).
@@ -189,16 +180,8 @@ impl Engine {
 
     /// Stores `value` under `key` with an explicit version and/or expiry.
     pub fn put_with(&self, key: &[u8], value: &[u8], meta: WriteMeta) -> Result<u64> {
-        self.inner.write_ops(
-            std::iter::once(Op {
-                kind: Kind::Put,
-                key,
-                value,
-                meta,
-            }),
-            false,
-            None,
-        )
+        self.inner
+            .write_ops(std::iter::once(WriteOp::put(key, value, meta)), false, None)
     }
 
     /// Appends a merge operand to `key`; returns the version assigned.
@@ -213,12 +196,7 @@ impl Engine {
     /// Without an expiry the key keeps its current one.
     pub fn merge_with(&self, key: &[u8], operand: &[u8], meta: WriteMeta) -> Result<u64> {
         self.inner.write_ops(
-            std::iter::once(Op {
-                kind: Kind::Merge,
-                key,
-                value: operand,
-                meta,
-            }),
+            std::iter::once(WriteOp::merge(key, operand, meta)),
             false,
             None,
         )
@@ -272,6 +250,27 @@ impl Engine {
         locations.clear();
         self.inner
             .write_ops(batch_ops(batch), batch.external, Some(locations))
+            .map(|_| ())
+    }
+
+    /// [`Engine::write_located`] for operations whose keys and values the caller
+    /// keeps (a buffer of its own), borrowed where a [`WriteBatch`] would copy
+    /// them: one batch of `ops`, in order, all or nothing. `ops` is read twice,
+    /// through clones of the iterator, so it must give the same operations each
+    /// time. `external` says of every key what [`WriteBatch::set_external`] does.
+    pub fn write_ops_located<'a, I>(
+        &self,
+        ops: I,
+        external: bool,
+        locations: &mut Vec<Location>,
+    ) -> Result<()>
+    where
+        I: IntoIterator<Item = WriteOp<'a>>,
+        I::IntoIter: Clone,
+    {
+        locations.clear();
+        self.inner
+            .write_ops(ops.into_iter(), external, Some(locations))
             .map(|_| ())
     }
 
@@ -650,16 +649,17 @@ impl Inner {
         out: &mut Entries<'a>,
         mut own: Option<&mut SmallVec<[usize; 4]>>,
     ) {
-        out.reserve(ops.len());
+        let len = ops.size_hint().0;
+        out.reserve(len);
         if let Some(own) = own.as_deref_mut() {
-            own.reserve(ops.len());
+            own.reserve(len);
         }
         // Only merges need the time; puts and deletes never read the clock.
         let mut now = None;
         // The expiry of keys written earlier in this batch (`None`: deleted), kept
         // only when a merge will read it.
         let mut touched: Option<HashMap<&[u8], Option<u64>, foldhash::fast::RandomState>> =
-            (ops.len() > 1 && ops.clone().any(|op| op.kind == Kind::Merge)).then(HashMap::default);
+            (len > 1 && ops.clone().any(|op| op.kind == Kind::Merge)).then(HashMap::default);
         for op in ops {
             let version = self.version_for(op.meta.version);
             let expires_at = match op.kind {

@@ -113,7 +113,7 @@ pub mod record;
 pub mod segment;
 pub mod vfs;
 
-pub use batch::{WriteBatch, WriteMeta};
+pub use batch::{WriteBatch, WriteMeta, WriteOp};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use compaction::CompactionReport;
 pub use engine::{Engine, Iter, Keys, Stats, Value};

@@ -512,7 +512,7 @@ impl Server for ServerState {
 
     fn log(
         &self,
-        records: &strata_commands::effects::Batch,
+        records: &mut strata_commands::effects::Batch,
         now_ms: u64,
         located: &mut strata_commands::effects::Located,
     ) -> Result<Option<u64>, String> {

@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 use strata_engine::index::{Chain, Change, ScanChunk, Slot};
 use strata_engine::{
     AppendOperator, Engine, Index, KeyEntry, Keydir, Location, Options, WriteBatch, WriteMeta,
+    WriteOp,
 };
 
 use crate::common::disk_options;
@@ -135,6 +136,47 @@ fn a_batch_declared_external_is_written_without_a_question_per_key() {
     engine.write_located(&batch, &mut locations).unwrap();
     assert!(questions() >= before + 2);
     assert_eq!(engine.get(b"plain").unwrap().as_deref(), Some(&b"xy"[..]));
+}
+
+#[test]
+fn borrowed_operations_are_written_as_the_same_batch_would_be() {
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ((_, by_batch), (index, by_ops)) = (open_split(dir_a.path()), open_split(dir_b.path()));
+    let at = |v| WriteMeta::new().with_version(v);
+    // Keys and values in one buffer of the caller's, as a server keeps them.
+    let buffer = b"plainxext:ay!".to_vec();
+    let (plain, x, ext_a, y) = (&buffer[..5], &buffer[5..6], &buffer[6..11], &buffer[11..12]);
+    let ops = [
+        WriteOp::put(plain, x, at(3).with_expiry(u64::MAX)),
+        WriteOp::merge(plain, y, at(4)),
+        WriteOp::delete(b"gone", at(5)),
+    ];
+    let mut batch = WriteBatch::new();
+    batch
+        .put_with(plain, x, at(3).with_expiry(u64::MAX))
+        .merge_with(plain, y, at(4))
+        .delete_with(b"gone", at(5));
+    let (mut from_batch, mut from_ops) = (Vec::new(), Vec::new());
+    by_batch.write_located(&batch, &mut from_batch).unwrap();
+    by_ops.write_ops_located(ops, false, &mut from_ops).unwrap();
+    // The same records, at the same places: one frame, byte for byte as long.
+    assert_eq!(from_ops, from_batch);
+    assert_eq!(from_ops.len(), 3);
+    for engine in [&by_batch, &by_ops] {
+        let value = engine.get_value(plain).unwrap().unwrap();
+        assert_eq!((value.bytes.as_slice(), value.version), (&b"xy"[..], 4));
+    }
+    // Declared external, a key is the caller's: nothing reaches the index
+    // (`Split::apply` would panic), and the locations read back the value.
+    let ops = [
+        WriteOp::put(ext_a, x, at(6)),
+        WriteOp::merge(ext_a, y, at(7)),
+    ];
+    by_ops.write_ops_located(ops, true, &mut from_ops).unwrap();
+    assert_eq!(from_ops.len(), 2);
+    assert_eq!(index.keydir.len(), 1);
+    let entry = entry_of(&from_ops);
+    assert_eq!(by_ops.read_entry(ext_a, &entry, false).unwrap(), b"xy");
 }
 
 #[test]

@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::{Condvar, Mutex};
 use strata_commands::effects::{Batch, RecordKind};
-use strata_engine::{Engine, FsyncPolicy, Index, Options, WriteBatch, WriteMeta};
+use strata_engine::{Engine, FsyncPolicy, Index, Options, WriteBatch, WriteMeta, WriteOp};
 use strata_keyspace::{Keyspace, Shard, Ttl};
 
 use crate::config::Appendfsync;
@@ -190,17 +190,28 @@ pub struct PersistStats {
 /// Buffers [`Persistence::log`] reuses, one set per thread.
 #[derive(Default)]
 struct Scratch {
-    batch: WriteBatch,
-    listed: Vec<Option<usize>>,
+    /// What each record of the batch becomes.
+    plan: Vec<Planned>,
     locations: Vec<strata_engine::Location>,
+}
+
+/// What a record of a batch becomes in the store's batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Planned {
+    /// Nothing (a change of the database map, an old value the store sees to).
+    Skip,
+    /// An operation whose location nobody lists.
+    Write,
+    /// The store's `n`th operation, whose location the keyspace lists.
+    Listed(usize),
 }
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }
 
-/// Bytes of batch buffer a thread keeps between two appends.
-const SCRATCH_KEEP: usize = 1 << 20;
+/// Records of a batch's plan a thread keeps room for between two appends.
+const SCRATCH_KEEP: usize = 4096;
 
 /// How `appendfsync` is kept where the hot path reads it.
 fn fsync_code(a: Appendfsync) -> u8 {
@@ -735,7 +746,7 @@ impl Persistence {
     /// reply must wait for it to be durable.
     pub fn log(
         &self,
-        records: &Batch,
+        records: &mut Batch,
         now_ms: u64,
         located: &mut strata_commands::effects::Located,
     ) -> Result<Option<u64>, String> {
@@ -745,10 +756,9 @@ impl Persistence {
         }
         let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
         let result = self.log_with(&mut scratch, records, now_ms, located);
-        scratch.batch.clear();
-        scratch.listed.clear();
-        // A big transaction's buffers are not worth keeping.
-        if scratch.batch.capacity() <= SCRATCH_KEEP {
+        scratch.plan.clear();
+        // A big transaction's plan is not worth keeping.
+        if scratch.plan.capacity() <= SCRATCH_KEEP {
             SCRATCH.with(|s| *s.borrow_mut() = scratch);
         }
         result
@@ -757,7 +767,7 @@ impl Persistence {
     fn log_with(
         &self,
         scratch: &mut Scratch,
-        records: &Batch,
+        records: &mut Batch,
         now_ms: u64,
         located: &mut strata_commands::effects::Located,
     ) -> Result<Option<u64>, String> {
@@ -766,18 +776,19 @@ impl Persistence {
         // holds its own.
         let switched = index.is_switched();
         let version = self.hlc.next(now_ms);
-        let Scratch {
-            batch,
-            listed,
-            locations,
-        } = scratch;
+        let Scratch { plan, locations } = scratch;
         let map = self.map.load();
         // A copy of the map, made by the first record that changes it.
         let mut changed: Option<DbMap> = None;
         let mut dead = false;
         // A record of the server's own (not a database's key) in the batch.
         let mut functions = false;
-        for r in records.iter() {
+        // The store's operations planned so far.
+        let mut ops = 0;
+        // Each key's engine key is `namespace ‖ key`: the namespace is written into
+        // the room the batch keeps before the key, which the store then reads in
+        // place.
+        records.write_prefixes(|r| {
             let ns = changed
                 .as_ref()
                 .unwrap_or(&map)
@@ -786,25 +797,8 @@ impl Persistence {
                 .copied()
                 .unwrap_or(0)
                 .to_be_bytes();
-            // The engine key, `namespace ‖ key`, written straight into the batch.
-            let key: [&[u8]; 2] = [&ns, r.key];
-            // The batch operation whose location the keyspace lists, if any.
-            let mut list = None;
-            match r.kind {
-                RecordKind::Put { value, expires_at } => {
-                    let meta = WriteMeta::new()
-                        .with_version(version)
-                        .with_expiry(expires_at);
-                    list = Some(batch.len());
-                    batch.put_parts(&key, value, meta);
-                }
-                RecordKind::Op { op, expires_at } => {
-                    let meta = WriteMeta::new()
-                        .with_version(version)
-                        .with_expiry(expires_at);
-                    list = Some(batch.len());
-                    batch.merge_parts(&key, op, meta);
-                }
+            let planned = match r.kind {
+                RecordKind::Put { .. } | RecordKind::Op { .. } => Planned::Listed(ops),
                 RecordKind::Fresh => {
                     // The engine sees to its own keys' old values; the keyspace's
                     // keys get a tombstone before their first operation. (With the
@@ -812,15 +806,15 @@ impl Persistence {
                     let external = if changed.is_none() {
                         switched
                     } else {
-                        index.is_external(&key.concat())
+                        index.is_external(&[&ns, r.key].concat())
                     };
                     if external {
-                        batch.delete_parts(&key, WriteMeta::new().with_version(version));
+                        Planned::Write
+                    } else {
+                        Planned::Skip
                     }
                 }
-                RecordKind::Delete => {
-                    batch.delete_parts(&key, WriteMeta::new().with_version(version));
-                }
+                RecordKind::Delete => Planned::Write,
                 RecordKind::FlushDb => {
                     let m = changed.get_or_insert_with(|| DbMap::clone(&map));
                     let fresh = m.fresh();
@@ -828,6 +822,7 @@ impl Persistence {
                         *slot = fresh;
                     }
                     dead = true;
+                    Planned::Skip
                 }
                 RecordKind::FlushAll => {
                     let m = changed.get_or_insert_with(|| DbMap::clone(&map));
@@ -836,65 +831,86 @@ impl Persistence {
                         m.namespaces[i] = fresh;
                     }
                     dead = true;
+                    Planned::Skip
                 }
                 RecordKind::SwapDb { other } => {
                     let m = changed.get_or_insert_with(|| DbMap::clone(&map));
                     if r.db < m.namespaces.len() && other < m.namespaces.len() {
                         m.namespaces.swap(r.db, other);
                     }
+                    Planned::Skip
                 }
                 RecordKind::Functions { payload } => {
                     functions = true;
-                    batch.put_with(
-                        &engine_key(META, FUNCTIONS_KEY),
-                        payload,
-                        WriteMeta::new().with_version(version),
-                    );
                     *self.functions.lock() = Some(payload.to_vec());
+                    Planned::Write
                 }
+            };
+            if planned != Planned::Skip {
+                ops += 1;
             }
-            listed.push(list);
-        }
-        drop(map);
-        let pending = self.map_pending.load(Ordering::Acquire);
-        let _map_change = changed.as_ref().map(|m| {
-            let guard = self.map_change.lock();
-            if !pending {
-                batch.put_with(
-                    &engine_key(META, DBMAP_KEY),
-                    &m.encode(),
-                    WriteMeta::new().with_version(version),
-                );
-            }
-            // Installed before the write: if the write fails, the recovery after the
-            // error writes this map (the keyspace has already changed).
-            self.map.store(Arc::new(m.clone()));
-            guard
+            plan.push(planned);
+            ns
         });
+        drop(map);
         // Which records the keyspace lists: decided with the map this batch
         // installs (a key written after a FLUSHDB in the same transaction is in the
         // database's new namespace). Without a change every listed record's
         // namespace came from the map in force, which cannot change while the
         // command holds its shards: each is external once the index has switched.
         if changed.is_some() {
-            for list in listed.iter_mut() {
-                if list.is_some_and(|i| !batch.key(i).is_some_and(|k| index.is_external(k))) {
-                    *list = None;
+            for (r, planned) in records.iter_prefixed().zip(plan.iter_mut()) {
+                if matches!(planned, Planned::Listed(_)) && !index.is_external(r.key) {
+                    *planned = Planned::Write;
                 }
             }
         } else if !switched {
-            listed.iter_mut().for_each(|list| *list = None);
-        } else if !functions {
-            // Every key is a database's, in the map in force: the keyspace's own.
-            batch.set_external(true);
+            for planned in plan.iter_mut() {
+                if matches!(planned, Planned::Listed(_)) {
+                    *planned = Planned::Write;
+                }
+            }
         }
+        // Every key is a database's, in the map in force: the keyspace's own.
+        let external = switched && changed.is_none() && !functions;
+        let meta = WriteMeta::new().with_version(version);
+        let functions_key = functions.then(|| engine_key(META, FUNCTIONS_KEY));
+        let pending = self.map_pending.load(Ordering::Acquire);
+        let _map_change = changed.as_ref().map(|m| {
+            let guard = self.map_change.lock();
+            // Installed before the write: if the write fails, the recovery after the
+            // error writes this map (the keyspace has already changed).
+            self.map.store(Arc::new(m.clone()));
+            guard
+        });
+        let map_put = changed
+            .as_ref()
+            .filter(|_| !pending)
+            .map(|m| (engine_key(META, DBMAP_KEY), m.encode()));
+        let batch = records
+            .iter_prefixed()
+            .zip(plan.iter())
+            .filter(|(_, planned)| **planned != Planned::Skip)
+            .map(|(r, _)| match r.kind {
+                RecordKind::Put { value, expires_at } => {
+                    WriteOp::put(r.key, value, meta.with_expiry(expires_at))
+                }
+                RecordKind::Op { op, expires_at } => {
+                    WriteOp::merge(r.key, op, meta.with_expiry(expires_at))
+                }
+                RecordKind::Functions { payload } => {
+                    WriteOp::put(functions_key.as_deref().unwrap_or_default(), payload, meta)
+                }
+                _ => WriteOp::delete(r.key, meta),
+            })
+            .chain(map_put.as_ref().map(|(k, v)| WriteOp::put(k, v, meta)));
         // A guard, not a clone: cloning the `Arc` writes its count, a cache line
         // every I/O thread would then take in turn on every write.
         let engine = self.engine.load();
         let Some(engine) = engine.as_ref() else {
             return Err("MISCONF the store is closed".into());
         };
-        if let Err(e) = engine.write_located(batch, locations) {
+        if let Err(e) = engine.write_ops_located(batch, external, locations) {
             let text = misconf(&e);
             tracing::warn!(
                 "Error writing to the log: {e}; refusing writes until it can be written"
@@ -903,9 +919,9 @@ impl Persistence {
             self.kick();
             return Err(text);
         }
-        located.extend(listed.iter().map(|op| {
-            op.and_then(|i| locations.get(i).copied())
-                .map(index::to_loc)
+        located.extend(plan.iter().map(|planned| match planned {
+            Planned::Listed(i) => locations.get(*i).copied().map(index::to_loc),
+            _ => None,
         }));
         if dead && !pending {
             self.reap_dead_namespaces();
@@ -1536,7 +1552,7 @@ mod tests {
                         let mut located = strata_commands::effects::Located::new();
                         let record = put(0, &format!("k{i}"), b"v");
                         let n = p
-                            .log(&Batch::of(&[record]), 1, &mut located)
+                            .log(&mut Batch::of(&[record]), 1, &mut located)
                             .expect("logged");
                         let n = n.expect("a batch number");
                         tokio::task::yield_now().await;
@@ -1586,7 +1602,7 @@ mod tests {
                     let mut located = strata_commands::effects::Located::new();
                     let record = put(0, &format!("k{i}"), b"v");
                     let n = p
-                        .log(&Batch::of(&[record]), 1, &mut located)
+                        .log(&mut Batch::of(&[record]), 1, &mut located)
                         .expect("logged");
                     let n = n.expect("a batch number");
                     let p = p.clone();
@@ -1619,7 +1635,7 @@ mod tests {
         for i in 0..8 {
             let record = put(0, &format!("k{i}"), b"v");
             last = p
-                .log(&Batch::of(&[record]), 1, &mut located)
+                .log(&mut Batch::of(&[record]), 1, &mut located)
                 .expect("logged")
                 .expect("n");
         }
@@ -1654,7 +1670,7 @@ mod tests {
             }
             let record = put(0, &format!("k{i}"), b"v");
             let n = p
-                .log(&Batch::of(&[record]), 1, &mut located)
+                .log(&mut Batch::of(&[record]), 1, &mut located)
                 .expect("logged");
             let n = n.expect("a batch number");
             runtime.block_on(async {
@@ -1675,14 +1691,14 @@ mod tests {
             let p = open(dir.path());
             let mut located = strata_commands::effects::Located::new();
             p.log(
-                &Batch::of(&[put(0, "a", b"1"), put(3, "b", b"2")]),
+                &mut Batch::of(&[put(0, "a", b"1"), put(3, "b", b"2")]),
                 1,
                 &mut located,
             )
             .expect("logged");
             let op = encode_op(&["RPUSH", "l", "x", "y"]);
             p.log(
-                &Batch::of(&[Record::new(
+                &mut Batch::of(&[Record::new(
                     0,
                     b"l".to_vec(),
                     RecordKind::Op { op, expires_at: 0 },
@@ -1692,7 +1708,7 @@ mod tests {
             )
             .expect("logged");
             p.log(
-                &Batch::of(&[Record::new(3, Vec::new(), RecordKind::SwapDb { other: 0 })]),
+                &mut Batch::of(&[Record::new(3, Vec::new(), RecordKind::SwapDb { other: 0 })]),
                 3,
                 &mut located,
             )
@@ -1742,7 +1758,7 @@ mod tests {
             for round in 0..300u64 {
                 let v = round.to_string();
                 p.log(
-                    &Batch::of(&[put(0, "a", v.as_bytes()), put(3, "b", v.as_bytes())]),
+                    &mut Batch::of(&[put(0, "a", v.as_bytes()), put(3, "b", v.as_bytes())]),
                     round + 1,
                     &mut located,
                 )

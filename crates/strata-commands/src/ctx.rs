@@ -56,9 +56,10 @@ pub struct Keys<'a> {
     /// every shard, so the value read while holding any shard stays in force for as
     /// long as that shard is held: a command never half-logs across a switch.
     pub logging_flag: Option<&'a AtomicBool>,
-    /// Keys changed by the command running, as (database, key's hash, key), in
+    /// Keys changed by the command running, as (database, key's hash, key, where
+    /// in `guards` its shard was when noted — a hint, checked before use), in
     /// first-change order.
-    changed_keys: SmallVec<[(usize, u64, crate::effects::Span); 1]>,
+    changed_keys: SmallVec<[(usize, u64, crate::effects::Span, usize); 1]>,
     /// Operations a handler gave explicitly, as (database, key, argv).
     explicit_ops: Vec<(usize, Vec<u8>, Vec<Vec<u8>>)>,
     /// Records of the commands run so far, for the log.
@@ -292,6 +293,18 @@ impl<'a> Keys<'a> {
         let at = self.find_guard(idx);
         self.near = at;
         at
+    }
+
+    /// [`Keys::guard_pos`], trying first `hint`, a place the shard was at (a key's
+    /// when it was noted as changed: a multi-key command's records are made after
+    /// it looked up its other keys' shards).
+    #[inline]
+    fn guard_pos_hinted(&mut self, idx: usize, hint: usize) -> usize {
+        if self.guards.get(hint).is_some_and(|g| g.0 == idx) {
+            self.near = hint;
+            return hint;
+        }
+        self.guard_pos(idx)
     }
 
     /// [`Keys::guard_pos`] past its first shard.
@@ -576,11 +589,12 @@ impl<'a> Keys<'a> {
             && !self
                 .changed_keys
                 .iter()
-                .any(|(d, h, k)| *h == hash && *d == db && self.records.at(*k) == key)
+                .any(|(d, h, k, _)| *h == hash && *d == db && self.records.at(*k) == key)
         {
-            // Into the batch, where its records will find it.
+            // Into the batch, where its records will find it. The shard looked up
+            // last is, but for a key noted without a lookup, the key's own.
             let key = self.records.note_key(key);
-            self.changed_keys.push((db, hash, key));
+            self.changed_keys.push((db, hash, key, self.near));
         }
     }
 
@@ -627,10 +641,10 @@ impl<'a> Keys<'a> {
         let changed = std::mem::take(&mut self.changed_keys);
         let mut explicit = std::mem::take(&mut self.explicit_ops);
         crate::effects::spare::reserve(&mut self.records, changed.len());
-        for (db_index, hash, key) in changed {
+        for (db_index, hash, key, near) in changed {
             if explicit.is_empty()
                 && rule == LogRule::Replay
-                && self.continue_last_op(db_index, hash, key, argv)
+                && self.continue_last_op(db_index, hash, key, near, argv)
             {
                 self.made += 1;
                 continue;
@@ -645,7 +659,7 @@ impl<'a> Keys<'a> {
                     .collect();
                 explicit.retain(|(d, k, _)| !(*d == db_index && k == key));
             }
-            let pos = self.guard_pos(self.ks.shard_of_hash(hash));
+            let pos = self.guard_pos_hinted(self.ks.shard_of_hash(hash), near);
             // The key's database and the batch, borrowed side by side.
             let Keys {
                 guards,
@@ -689,6 +703,7 @@ impl<'a> Keys<'a> {
         db_index: usize,
         hash: u64,
         key: crate::effects::Span,
+        near: usize,
         argv: &[&[u8]],
     ) -> bool {
         if argv.get(1).copied() != Some(self.records.at(key))
@@ -697,7 +712,7 @@ impl<'a> Keys<'a> {
             return false;
         }
         let now = self.now_ms;
-        let pos = self.guard_pos(self.ks.shard_of_hash(hash));
+        let pos = self.guard_pos_hinted(self.ks.shard_of_hash(hash), near);
         let Keys {
             guards, records, ..
         } = self;

@@ -1235,3 +1235,44 @@ pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Durati
     }
     Ok(Some(std::time::Duration::from_millis(ms as u64)))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use strata_keyspace::{Keyspace, Ttl};
+
+    use super::*;
+
+    /// A key noted as changed with no lookup of its own (an operation a handler
+    /// gives) right after a key of another shard was looked up is logged from its
+    /// own shard: the place noted with it is checked before it is used.
+    #[test]
+    fn a_key_noted_after_another_shards_lookup_is_logged_from_its_own() {
+        let ks = Keyspace::new(16, 8);
+        let mut names = (0..).map(|i| format!("k{i}"));
+        let a = names.next().unwrap_or_default();
+        let b = names
+            .find(|k| ks.shard_of(k.as_bytes()) > ks.shard_of(a.as_bytes()))
+            .unwrap_or_default();
+        let flag = AtomicBool::new(true);
+        let mut keys = Keys::new(&ks, 0, 1_000);
+        keys.logging_flag = Some(&flag);
+        keys.set_string(a.as_bytes(), b"1", Ttl::At(5_000));
+        keys.set_string(b.as_bytes(), b"2", Ttl::Persist);
+        assert_eq!(keys.guards.len(), 2);
+        // The place kept with `a` is `b`'s, the shard looked up last.
+        keys.log_op(a.as_bytes(), &["INCR", &a]);
+        keys.finish_command(LogRule::Replay, &[b"INCR", a.as_bytes()]);
+        let records = keys.take_records().to_records();
+        let ops: Vec<(&[u8], u64)> = records
+            .iter()
+            .filter_map(|r| match r.kind {
+                RecordKind::Op { expires_at, .. } => Some((r.key.as_slice(), expires_at)),
+                _ => None,
+            })
+            .collect();
+        // `a`'s expiry, found in `a`'s shard.
+        assert_eq!(ops, vec![(a.as_bytes(), 5_000)]);
+    }
+}

@@ -654,12 +654,15 @@ impl Inner {
         if let Some(own) = own.as_deref_mut() {
             own.reserve(len);
         }
+        // Counted, not taken from the size hint: a caller's iterator may not know
+        // its length.
+        let several = ops.clone().nth(1).is_some();
         // Only merges need the time; puts and deletes never read the clock.
         let mut now = None;
         // The expiry of keys written earlier in this batch (`None`: deleted), kept
         // only when a merge will read it.
         let mut touched: Option<HashMap<&[u8], Option<u64>, foldhash::fast::RandomState>> =
-            (len > 1 && ops.clone().any(|op| op.kind == Kind::Merge)).then(HashMap::default);
+            (several && ops.clone().any(|op| op.kind == Kind::Merge)).then(HashMap::default);
         for op in ops {
             let version = self.version_for(op.meta.version);
             let expires_at = match op.kind {

@@ -179,6 +179,30 @@ fn borrowed_operations_are_written_as_the_same_batch_would_be() {
     assert_eq!(by_ops.read_entry(ext_a, &entry, false).unwrap(), b"xy");
 }
 
+/// Operations from an iterator that does not know its length (a filtered one) are
+/// planned as a batch's are: a merge after a put of the same key follows the put,
+/// not the key's older, expired value.
+#[test]
+fn a_merge_after_a_put_among_borrowed_operations_follows_the_put() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, engine) = open_split(dir.path());
+    engine
+        .put_with(b"k", b"old", WriteMeta::new().with_expiry(1))
+        .unwrap();
+    let ops = [
+        WriteOp::put(b"k", b"new", WriteMeta::new()),
+        WriteOp::merge(b"k", b"!", WriteMeta::new().without_expiry()),
+    ];
+    let mut locations = Vec::new();
+    engine
+        .write_ops_located(ops.into_iter().filter(|_| true), false, &mut locations)
+        .unwrap();
+    assert_eq!(engine.get(b"k").unwrap().as_deref(), Some(&b"new!"[..]));
+    drop(engine);
+    let (_, engine) = open_split(dir.path());
+    assert_eq!(engine.get(b"k").unwrap().as_deref(), Some(&b"new!"[..]));
+}
+
 #[test]
 fn external_keys_get_their_locations_back_and_survive_compaction() {
     let dir = tempfile::tempdir().unwrap();

@@ -597,9 +597,20 @@ impl Batch {
 
     #[inline]
     fn view(&self, r: &Record<Span>) -> Record<&[u8]> {
+        self.view_with_room(r, 0)
+    }
+
+    /// `r` borrowed, its key with the `room` bytes before it.
+    #[inline]
+    fn view_with_room(&self, r: &Record<Span>, room: usize) -> Record<&[u8]> {
+        let key = r
+            .key
+            .start
+            .checked_sub(room)
+            .and_then(|start| self.bytes.get(start..r.key.end));
         Record {
             db: r.db,
-            key: self.at(r.key),
+            key: key.unwrap_or_default(),
             kind: r.kind.map(|&span| self.at(span)),
             at: r.at,
         }
@@ -656,17 +667,9 @@ impl Batch {
     /// ([`Batch::write_prefixes`]; zeros where none was).
     #[inline]
     pub fn iter_prefixed(&self) -> impl ExactSizeIterator<Item = Record<&[u8]>> + Clone + '_ {
-        self.records.iter().map(|r| Record {
-            db: r.db,
-            key: r
-                .key
-                .start
-                .checked_sub(KEY_ROOM)
-                .and_then(|start| self.bytes.get(start..r.key.end))
-                .unwrap_or_default(),
-            kind: r.kind.map(|&span| self.at(span)),
-            at: r.at,
-        })
+        self.records
+            .iter()
+            .map(|r| self.view_with_room(r, KEY_ROOM))
     }
 
     /// Appends `record`, its bytes copied.
@@ -769,8 +772,8 @@ impl Batch {
     /// `expires_at`, that `argv` continues — the same push, add or removal (a ZADD
     /// without options), or a pop from the same end, whose count adds up; false,
     /// and nothing changed, otherwise. The operation must end the buffer, or be
-    /// followed only by the key at `key` (noted by the command: the merge drops it,
-    /// as the key's record is the one before).
+    /// followed only by the key at `key` and its room (noted by the command: the
+    /// merge drops them, as the key's record is the one before).
     pub fn merge_last(&mut self, db: usize, key: Span, expires_at: u64, argv: &[&[u8]]) -> bool {
         let Some(Record {
             db: last_db,

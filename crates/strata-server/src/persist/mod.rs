@@ -901,6 +901,8 @@ impl Persistence {
                 RecordKind::Functions { payload } => {
                     WriteOp::put(functions_key.as_deref().unwrap_or_default(), payload, meta)
                 }
+                // A tombstone (a delete, a key's old value); the database-level
+                // records were planned to nothing.
                 _ => WriteOp::delete(r.key, meta),
             })
             .chain(map_put.as_ref().map(|(k, v)| WriteOp::put(k, v, meta)));

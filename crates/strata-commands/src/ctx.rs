@@ -1250,11 +1250,18 @@ mod tests {
     #[test]
     fn a_key_noted_after_another_shards_lookup_is_logged_from_its_own() {
         let ks = Keyspace::new(16, 8);
-        let mut names = (0..).map(|i| format!("k{i}"));
-        let a = names.next().unwrap_or_default();
-        let b = names
-            .find(|k| ks.shard_of(k.as_bytes()) > ks.shard_of(a.as_bytes()))
-            .unwrap_or_default();
+        // Two keys of two shards, the lower shard's first (the keyspace's hash is
+        // seeded per process, so which shards is not known in advance).
+        let first = "k0".to_string();
+        let other = (1..1_000)
+            .map(|i| format!("k{i}"))
+            .find(|k| ks.shard_of(k.as_bytes()) != ks.shard_of(first.as_bytes()))
+            .expect("a key of another shard");
+        let (a, b) = if ks.shard_of(first.as_bytes()) < ks.shard_of(other.as_bytes()) {
+            (first, other)
+        } else {
+            (other, first)
+        };
         let flag = AtomicBool::new(true);
         let mut keys = Keys::new(&ks, 0, 1_000);
         keys.logging_flag = Some(&flag);

@@ -57,7 +57,9 @@
 //!   [`MergeOperator`] of the [`Options`]; compaction folds them into one
 //!   full value.
 //! - **Batches** ([`WriteBatch`]) are one frame in the log, checksummed as a
-//!   whole: recovery applies all of it or none.
+//!   whole: recovery applies all of it or none. A caller that keeps its keys and
+//!   values in buffers of its own hands them over borrowed, as [`WriteOp`]s
+//!   ([`Engine::write_ops_located`]), rather than copy them into a batch.
 //!
 //! # Durability contract
 //!

@@ -243,9 +243,10 @@ impl Engine {
     /// batch's order (a delete's tombstone too), in `locations` (cleared first).
     ///
     /// For the caller that keeps the locations of some keys itself (see
-    /// [`Index::is_external`]): the records of those keys are appended as given,
-    /// and the caller applies their locations, in the order of its writes to each
-    /// key.
+    /// [`Index::is_external`]): the records of those keys are appended as given —
+    /// a merge's expiry is the one it carries (none: no expiry), and no tombstone
+    /// goes before it, whatever the batch wrote of its key earlier — and the
+    /// caller applies their locations, in the order of its writes to each key.
     pub fn write_located(&self, batch: &WriteBatch, locations: &mut Vec<Location>) -> Result<()> {
         locations.clear();
         self.inner
@@ -654,24 +655,31 @@ impl Inner {
         if let Some(own) = own.as_deref_mut() {
             own.reserve(len);
         }
-        // Counted, not taken from the size hint: a caller's iterator may not know
-        // its length.
-        let several = ops.clone().nth(1).is_some();
         // Only merges need the time; puts and deletes never read the clock.
         let mut now = None;
         // The expiry of keys written earlier in this batch (`None`: deleted), kept
-        // only when a merge will read it.
+        // only when a merge of a key the engine indexes will read it (the count
+        // counted, not taken from the size hint: a caller's iterator may not know
+        // its length).
         let mut touched: Option<HashMap<&[u8], Option<u64>, foldhash::fast::RandomState>> =
-            (several && ops.clone().any(|op| op.kind == Kind::Merge)).then(HashMap::default);
+            (!external
+                && ops.clone().nth(1).is_some()
+                && ops.clone().any(|op| op.kind == Kind::Merge))
+            .then(HashMap::default);
         for op in ops {
             let version = self.version_for(op.meta.version);
             let expires_at = match op.kind {
                 Kind::Merge => {
-                    // The key's expiry as of this operation (`None`: no value).
-                    let current = match touched.as_ref().and_then(|t| t.get(op.key)) {
-                        Some(state) => *state,
-                        None if external || self.index.is_external(op.key) => None,
-                        None => self.index.expires_at(op.key),
+                    // The key's expiry as of this operation (`None`: no value). The
+                    // caller sees to the keys it indexes itself, also after their
+                    // writes earlier in the batch.
+                    let current = if external || self.index.is_external(op.key) {
+                        None
+                    } else {
+                        match touched.as_ref().and_then(|t| t.get(op.key)) {
+                            Some(state) => *state,
+                            None => self.index.expires_at(op.key),
+                        }
                     };
                     let current = match current {
                         Some(at)

@@ -203,6 +203,31 @@ fn a_merge_after_a_put_among_borrowed_operations_follows_the_put() {
     assert_eq!(engine.get(b"k").unwrap().as_deref(), Some(&b"new!"[..]));
 }
 
+/// A merge of a key the caller indexes itself goes as given, also after a write
+/// of it earlier in the batch whose expiry has passed: no tombstone before it,
+/// and its own expiry (none).
+#[test]
+fn a_merge_of_an_external_key_goes_as_given_after_its_expired_put() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, engine) = open_split(dir.path());
+    let write = |key: &[u8], expires_at| {
+        let ops = [
+            WriteOp::put(key, b"old", WriteMeta::new().with_expiry(expires_at)),
+            WriteOp::merge(key, b"!", WriteMeta::new()),
+        ];
+        let before = engine.stats().total_bytes;
+        let mut locations = Vec::new();
+        engine.write_ops_located(ops, true, &mut locations).unwrap();
+        (engine.stats().total_bytes - before, locations)
+    };
+    let (live, _) = write(b"ext:a", 0);
+    let (expired, locations) = write(b"ext:b", 1);
+    // Keys of one length: the same bytes, no record added.
+    assert_eq!(expired, live);
+    let entry = entry_of(&locations);
+    assert_eq!(engine.read_entry(b"ext:b", &entry, false).unwrap(), b"old!");
+}
+
 #[test]
 fn external_keys_get_their_locations_back_and_survive_compaction() {
     let dir = tempfile::tempdir().unwrap();

@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::{Condvar, Mutex};
+use smallvec::SmallVec;
 use strata_commands::effects::{Batch, RecordKind};
 use strata_engine::{Engine, FsyncPolicy, Index, Options, WriteBatch, WriteMeta, WriteOp};
 use strata_keyspace::{Keyspace, Shard, Ttl};
@@ -887,7 +888,10 @@ impl Persistence {
             .as_ref()
             .filter(|_| !pending)
             .map(|m| (engine_key(META, DBMAP_KEY), m.encode()));
-        let batch = records
+        // Gathered on the stack (a pipeline's batch fits), for the engine's plan
+        // to read twice as a plain list rather than through the records' places.
+        let mut batch: SmallVec<[WriteOp<'_>; 16]> = SmallVec::with_capacity(ops + 1);
+        let planned = records
             .iter_prefixed()
             .zip(plan.iter())
             .filter(|(_, planned)| **planned != Planned::Skip)
@@ -906,13 +910,14 @@ impl Persistence {
                 _ => WriteOp::delete(r.key, meta),
             })
             .chain(map_put.as_ref().map(|(k, v)| WriteOp::put(k, v, meta)));
+        batch.extend(planned);
         // A guard, not a clone: cloning the `Arc` writes its count, a cache line
         // every I/O thread would then take in turn on every write.
         let engine = self.engine.load();
         let Some(engine) = engine.as_ref() else {
             return Err("MISCONF the store is closed".into());
         };
-        if let Err(e) = engine.write_ops_located(batch, external, locations) {
+        if let Err(e) = engine.write_ops_located(batch.iter().copied(), external, locations) {
             let text = misconf(&e);
             tracing::warn!(
                 "Error writing to the log: {e}; refusing writes until it can be written"

@@ -591,8 +591,9 @@ impl<'a> Keys<'a> {
                 .iter()
                 .any(|(d, h, k, _)| *h == hash && *d == db && self.records.at(*k) == key)
         {
-            // Into the batch, where its records will find it. The shard looked up
-            // last is, but for a key noted without a lookup, the key's own.
+            // Into the batch, where its records will find it, with the place of
+            // the shard looked up last: as a rule the key's own (not for a key
+            // noted without a lookup; the place is checked before use).
             let key = self.records.note_key(key);
             self.changed_keys.push((db, hash, key, self.near));
         }

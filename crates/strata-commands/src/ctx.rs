@@ -287,24 +287,21 @@ impl<'a> Keys<'a> {
         // Most lookups: the shard found last (a one-key command's only one, or its
         // own among those a pipeline holds). At first, position 0: with every shard
         // held, shard 0.
-        if self.guards.get(self.near).is_some_and(|g| g.0 == idx) {
-            return self.near;
-        }
-        let at = self.find_guard(idx);
-        self.near = at;
-        at
+        self.guard_pos_hinted(idx, self.near)
     }
 
-    /// [`Keys::guard_pos`], trying first `hint`, a place the shard was at (a key's
-    /// when it was noted as changed: a multi-key command's records are made after
-    /// it looked up its other keys' shards).
+    /// [`Keys::guard_pos`], trying first `hint`, a place the shard was at (the
+    /// shard found last; or a key's when it was noted as changed: a multi-key
+    /// command's records are made after it looked up its other keys' shards).
     #[inline]
     fn guard_pos_hinted(&mut self, idx: usize, hint: usize) -> usize {
         if self.guards.get(hint).is_some_and(|g| g.0 == idx) {
             self.near = hint;
             return hint;
         }
-        self.guard_pos(idx)
+        let at = self.find_guard(idx);
+        self.near = at;
+        at
     }
 
     /// [`Keys::guard_pos`] past its first shard.

@@ -799,7 +799,10 @@ impl Persistence {
                 .unwrap_or(0)
                 .to_be_bytes();
             let planned = match r.kind {
-                RecordKind::Put { .. } | RecordKind::Op { .. } => Planned::Listed(ops),
+                // Listed by the keyspace only once it is the store's index (and
+                // then, after a change of the map, only if still its key: below).
+                RecordKind::Put { .. } | RecordKind::Op { .. } if switched => Planned::Listed(ops),
+                RecordKind::Put { .. } | RecordKind::Op { .. } => Planned::Write,
                 RecordKind::Fresh => {
                     // The engine sees to its own keys' old values; the keyspace's
                     // keys get a tombstone before their first operation. (With the
@@ -862,12 +865,6 @@ impl Persistence {
         if changed.is_some() {
             for (r, planned) in records.iter_prefixed().zip(plan.iter_mut()) {
                 if matches!(planned, Planned::Listed(_)) && !index.is_external(r.key) {
-                    *planned = Planned::Write;
-                }
-            }
-        } else if !switched {
-            for planned in plan.iter_mut() {
-                if matches!(planned, Planned::Listed(_)) {
                     *planned = Planned::Write;
                 }
             }

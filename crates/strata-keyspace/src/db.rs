@@ -134,9 +134,10 @@ pub struct Db {
     /// ([`Db::take_expired_values`]) and drop them here or in the background.
     expired_values: Vec<Value>,
     /// The key found or placed last (its hash) and where: a command's change is
-    /// logged right after it, and the record's lookup ([`Db::peek_at`]) checks this
-    /// place before it searches (a search cost ~150 instructions a logged write).
-    /// A hint only: the place is checked to still hold the key.
+    /// logged right after it, and a pipeline's commands often name one key, so a
+    /// lookup ([`Db::find`]) checks this place before it searches (a comparison of
+    /// the key against a probe of the table). A hint only: the place is checked to
+    /// still hold the key.
     last: Option<(u64, Pos)>,
 }
 
@@ -322,10 +323,24 @@ impl Db {
         when
     }
 
+    /// Where `key` is: at the place of the key found or placed last if it is
+    /// still there (a run of commands on one key: a comparison of the key instead
+    /// of a search), else where a search finds it.
+    #[inline]
+    fn find(&self, hash: u64, key: &[u8]) -> Option<Pos> {
+        if let Some((h, pos)) = self.last
+            && h == hash
+            && let Some(pos) = self.dict.still_at(pos, key)
+        {
+            return Some(pos);
+        }
+        self.dict.find(hash, key)
+    }
+
     /// Finds a live entry, removing it first if it has expired.
     #[inline]
     fn find_live(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<Pos> {
-        let pos = self.dict.find(hash, key)?;
+        let pos = self.find(hash, key)?;
         let entry = self.dict.at(pos);
         if self.is_expired(hash, entry, now_ms) {
             let (removed, _) = self.remove_pos(hash, pos);
@@ -351,10 +366,10 @@ impl Db {
     /// next command, which reads nothing else and changes nothing.
     #[inline]
     pub fn prefetch_member(&self, hash: u64, key: &[u8], member: &[u8], slot_arrived: bool) {
-        let Some(e) = self.dict.get(hash, key) else {
+        let Some(pos) = self.find(hash, key) else {
             return;
         };
-        let value = e.value();
+        let value = self.dict.at(pos).value();
         if let Some(h) = value.as_hash() {
             h.prefetch_field(member, slot_arrived);
         } else if let Some(s) = value.as_set() {
@@ -371,11 +386,7 @@ impl Db {
     /// [`Db::apply_log`] on the key (which checks the place is still the key's).
     #[inline]
     pub fn peek_at(&self, hash: u64, key: &[u8], now_ms: u64) -> Option<(Pos, &Entry)> {
-        let last = match self.last {
-            Some((h, pos)) if h == hash => self.dict.still_at(pos, key),
-            _ => None,
-        };
-        let pos = last.or_else(|| self.dict.find(hash, key))?;
+        let pos = self.find(hash, key)?;
         let entry = self.dict.at(pos);
         (!self.is_expired(hash, entry, now_ms)).then_some((pos, entry))
     }
@@ -1034,11 +1045,11 @@ mod tests {
             .unwrap_or_default()
     }
 
-    /// `peek_at` starts at the place of the key found or placed last, checked: a
-    /// place that has moved on (the table grew, the key left, another key is
-    /// there) sends it searching, and never answers for another key.
+    /// A lookup (`peek_at`, `get`) starts at the place of the key found or placed
+    /// last, checked: a place that has moved on (the table grew, the key left,
+    /// another key is there) sends it searching, and never answers for another key.
     #[test]
-    fn peek_at_checks_the_last_place_before_trusting_it() {
+    fn a_lookup_checks_the_last_place_before_trusting_it() {
         let mut d = db();
         set(&mut d, "a", "1", Ttl::Persist, 0);
         let ha = d.hash(b"a");
@@ -1054,9 +1065,23 @@ mod tests {
         let (k5, _) = d.peek_at(hk, b"k5", 0).expect("live");
         d.last = Some((ha, k5));
         assert_eq!(d.peek_at(ha, b"a", 0).map(|(p, _)| p), Some(now_at));
+        d.last = Some((ha, k5));
+        assert_eq!(
+            d.get(ha, b"a", 0).map(|e| e.key().to_vec()),
+            Some(b"a".to_vec())
+        );
+        assert_eq!(d.last, Some((ha, now_at)));
         assert!(d.remove(ha, b"a", 0).is_some());
         d.last = Some((ha, now_at));
         assert!(d.peek_at(ha, b"a", 0).is_none());
+        d.last = Some((ha, now_at));
+        assert!(d.get(ha, b"a", 0).is_none());
+        // Found at the last place, an expired key is still removed.
+        set(&mut d, "e", "1", Ttl::At(5), 0);
+        let he = d.hash(b"e");
+        assert_eq!(d.last.map(|(h, _)| h), Some(he));
+        assert!(d.get(he, b"e", 10).is_none());
+        assert!(d.peek(he, b"e", 0).is_none());
     }
 
     #[test]

@@ -136,8 +136,8 @@ pub struct Db {
     /// The key found or placed last (its hash) and where: a command's change is
     /// logged right after it, and a pipeline's commands often name one key, so a
     /// lookup ([`Db::find`]) checks this place before it searches (a comparison of
-    /// the key against a probe of the table). A hint only: the place is checked to
-    /// still hold the key.
+    /// the key instead of a probe of the table). A hint only: the place is checked
+    /// to still hold the key.
     last: Option<(u64, Pos)>,
 }
 

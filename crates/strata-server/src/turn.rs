@@ -13,7 +13,11 @@
 //! records reached the log and writes the replies. The I/O thread's park hook,
 //! which Tokio runs once the thread has run every task it had, writes the log once
 //! for all of them (and under `appendfsync always` fsyncs it), then wakes every
-//! waiting connection ([`Turn::finish`]). Only with one I/O thread: with more, the tasks
+//! waiting connection ([`Turn::finish`]). The thread polls its sockets when a turn
+//! ends, not in its middle (the runtime's `event_interval`, see the server's
+//! `ONE_THREAD_EVENT_INTERVAL`): a turn serves the connections one poll found
+//! ready, as one pass of Redis's event loop serves the clients of one
+//! `epoll_wait`. Turns are kept only with one I/O thread: with more, the tasks
 //! woken from the hook go through the runtime's shared queue and wake the other
 //! threads to steal them, which measured slower than writing at once. Off (the
 //! wait returns at once) on a runtime that is not the server's own, whose threads

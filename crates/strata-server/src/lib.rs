@@ -56,22 +56,21 @@ const IO_EVENTS_PER_TICK: usize = 48;
 /// How many tasks the one I/O thread runs between polls of the sockets while it
 /// still has tasks to run (tokio's `event_interval`, 61 by default): more than a
 /// turn's tasks when each connection's requests came in one read (up to
-/// [`IO_EVENTS_PER_TICK`] connections a poll woke, and as many woken again to
-/// write their replies), so that the sockets are polled when the turn ends, as
-/// Redis's event loop calls `epoll_wait` once it has written the replies of the
-/// clients the last one returned. With 61, a poll in the middle of a turn added
-/// the connections it woke to that turn, and from a thousand clients with
-/// pipelines the turn grew until most of them waited in it (four of the ten turns
-/// of 800,000 INCRs with `-P 99` held 512 connections or more; with 128, none of
-/// 130 held more than 127). The park hook then woke them all at once, into the
-/// shared queue (it runs outside the worker), and their replies went out among
-/// the new requests that polls read meanwhile, those of the clients answered first
-/// read first again, while the others waited up to another round: p99 142 ms
-/// under `everysec`, 84 ms with 128, Redis's 186. Requests that take several
-/// reads (MSET's ten keys, 99 to a pipeline) still make a turn's tasks outnumber
-/// this, and their turns grow as before: p99 446 ms against 391 with 61 and 511
-/// with 1024 (Redis's 828). The bound also keeps the sockets polled while tasks
-/// keep coming.
+/// [`IO_EVENTS_PER_TICK`] connections a poll woke, and as many woken again to write
+/// their replies), so that the sockets are polled when the turn ends, as Redis's
+/// event loop calls `epoll_wait` once it has written the replies of the clients the
+/// last one returned. With 61, a poll in the middle of a turn added the connections
+/// it woke to that turn, and from a thousand clients with pipelines the turn grew
+/// until most of them waited in it (four of the first ten turns of 800,000 INCRs
+/// with `-P 99` held 512 connections or more; with 128, none of the first 130 held
+/// more than 127). The park hook then woke them all at once, into the shared queue
+/// (it runs outside the worker), and their replies went out among the new requests
+/// that polls read meanwhile, those of the clients answered first read first again,
+/// while the others waited up to another round: p99 142 ms under `everysec`, 84 ms
+/// with 128, Redis's 186. Requests that take several reads (MSET's ten keys, 99 to
+/// a pipeline) still make a turn's tasks outnumber this, and their turns grow as
+/// before: p99 446 ms against 391 with 61 and 511 with 1024 (Redis's 828). The
+/// bound also keeps the sockets polled while tasks keep coming.
 const ONE_THREAD_EVENT_INTERVAL: u32 = 128;
 
 /// Runs a server with this configuration until it is shut down (SIGINT, SIGTERM or

@@ -73,6 +73,16 @@ const IO_EVENTS_PER_TICK: usize = 48;
 /// bound also keeps the sockets polled while tasks keep coming.
 const ONE_THREAD_EVENT_INTERVAL: u32 = 128;
 
+// A turn's tasks when each connection's requests came in one read: the interval
+// must stay above them, or polls land in the middle of turns again.
+const _: () = assert!(ONE_THREAD_EVENT_INTERVAL as usize > 2 * IO_EVENTS_PER_TICK);
+
+/// Whether the server's own runtime keeps turns: with one I/O thread (see [`turn`]
+/// for why not with more).
+fn keeps_turns(config: &config::Config) -> bool {
+    config.io_threads <= 1
+}
+
 /// Runs a server with this configuration until it is shut down (SIGINT, SIGTERM or
 /// SHUTDOWN). Returns an error if it cannot start.
 pub fn run(
@@ -102,9 +112,7 @@ pub fn run(
             }
         })
         .enable_all();
-    // Turns (see `turn`) are kept by one thread only; with more, tokio's interval
-    // stays.
-    if threads == 1 {
+    if keeps_turns(&config) {
         builder.event_interval(ONE_THREAD_EVENT_INTERVAL);
     }
     let runtime = builder.build()?;
@@ -167,13 +175,13 @@ async fn serve_started(
         anyhow::bail!("Configured to not listen anywhere, exiting.");
     }
     let port = config.port;
-    let one_thread = config.io_threads <= 1;
+    let turns = keeps_turns(&config);
     let spin_us = config.io_spin_us;
     let state = ServerState::new(config, source);
     if let Some(started) = started {
         let _ = started.set(state.clone());
         // The hook that ends the turns is this runtime's (see `turn`).
-        if one_thread {
+        if turns {
             state.turn.enable(spin_us);
         }
     }

@@ -888,8 +888,9 @@ pub mod spare {
 }
 
 /// What the tombstone before an unlisted key's first operation costs besides the
-/// key: a record's header (the store's `HEADER_LEN`) and a namespace prefix.
-const FRESH_RECORD_COST: usize = 40;
+/// key: a record's header (the store's shortest, `MIN_HEADER_LEN`: a tombstone's
+/// lengths take a byte each and it has no expiry) and a namespace prefix.
+const FRESH_RECORD_COST: usize = 20;
 
 /// How a change to a key is logged, when the handler gave no operations.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -268,7 +268,7 @@ impl<'a> HintIter<'a> {
             version: u64::from_le_bytes([v0, v1, v2, v3, v4, v5, v6, v7]),
             expires_at: u64::from_le_bytes([e0, e1, e2, e3, e4, e5, e6, e7]),
         };
-        if u64::from(entry.len) < crate::record::HEADER_LEN as u64 + key_len as u64 {
+        if u64::from(entry.len) < crate::record::MIN_HEADER_LEN as u64 + key_len as u64 {
             return Err(DecodeError::Length("hint entry shorter than its key"));
         }
         self.rest = rest;

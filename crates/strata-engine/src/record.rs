@@ -1,9 +1,19 @@
 //! The record codec: how one put, delete or merge operand is laid out in a segment.
 //!
-//! A record is a fixed 32-byte header followed by the key and the value, all
-//! little-endian. The first four bytes are a CRC32C (Castagnoli) over every
-//! following byte of the record, header included, so a record read back
-//! through its location can be verified on its own.
+//! A record is a header followed by the key and the value. The first four bytes
+//! are a CRC32C (Castagnoli) over every following byte of the record, header
+//! included, so a record read back through its location can be verified on its
+//! own; the fifth is the kind and the sixth the flags, which say how the rest of
+//! the header is laid out:
+//!
+//! - **compact** (what [`encode_into`] writes): the version, the expiry only when
+//!   the record has one, then the key's and the value's lengths as varints. A key
+//!   and a value under 128 bytes each with no expiry take a 16-byte header, so a
+//!   small write (a SET of a 16-byte value, a list push) logs about a quarter fewer
+//!   bytes than with a wide header.
+//! - **wide**: 32 bytes with every field at a fixed offset. Batch frames use it,
+//!   because a frame's header is written before its body's length is known; every
+//!   record of a format-version-1 segment has it, and those are still read.
 //!
 //! A write batch is one *frame*: a header of kind [`Kind::Batch`] whose value
 //! is the concatenation of its inner records, and whose checksum covers all of
@@ -12,15 +22,31 @@
 //! own checksums so each can still be read alone through its location.
 //!
 //! Invariants: decoding never panics and never trusts a length before checking
-//! it against the bytes available; the exact layout is drawn in
-//! `docs/storage-format.md`.
+//! it against the bytes available; a length has exactly one encoding (the
+//! shortest); the exact layout is drawn in `docs/storage-format.md`.
 
 #![deny(clippy::indexing_slicing)]
 
 use std::fmt;
 
-/// Size of a record header in bytes.
-pub const HEADER_LEN: usize = 32;
+/// Length of a wide header: a batch frame's, and every record's in a segment of
+/// format version 1.
+pub const WIDE_HEADER_LEN: usize = 32;
+
+/// The shortest header: compact, with one-byte lengths and no expiry.
+pub const MIN_HEADER_LEN: usize = 16;
+
+/// The longest header of either layout (a compact one with an expiry and two
+/// five-byte lengths is as long as a wide one).
+pub const MAX_HEADER_LEN: usize = 32;
+
+/// The flag of a compact header.
+const COMPACT: u8 = 0x01;
+/// The flag of a compact header that holds an expiry.
+const EXPIRES: u8 = 0x02;
+
+/// Where a compact header's fixed fields end: checksum, kind, flags, version.
+const COMPACT_FIXED_LEN: usize = 14;
 
 /// The largest encoded record or batch frame, header included.
 ///
@@ -105,13 +131,15 @@ pub enum DecodeError {
     Mismatch(&'static str),
 }
 
-/// The decoded fixed part of a record.
+/// The decoded header of a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
     /// The stored checksum.
     pub crc: u32,
     /// What the record means.
     pub kind: Kind,
+    /// Length of the header itself: where the key starts.
+    pub header_len: u32,
     /// Length of the key.
     pub key_len: u32,
     /// Length of the value (for a batch: of the body of inner records).
@@ -123,31 +151,20 @@ pub struct Header {
 }
 
 impl Header {
-    /// Decodes a header from the first [`HEADER_LEN`] bytes of `bytes`.
+    /// Decodes the header at the start of `bytes`, which may run on past it.
     ///
-    /// Only the header is checked here (kind, reserved bits); the checksum
-    /// needs the whole record, see [`decode`].
+    /// Only the header is checked here (kind, flags, reserved bits, lengths); the
+    /// checksum needs the whole record, see [`decode`].
     pub fn decode(bytes: &[u8]) -> Result<Header, DecodeError> {
-        let Some(h) = bytes.first_chunk::<HEADER_LEN>() else {
-            return Err(DecodeError::Truncated {
-                needed: HEADER_LEN as u64,
-                available: bytes.len() as u64,
-            });
+        let Some(&[c0, c1, c2, c3, kind, flags]) = bytes.first_chunk::<6>() else {
+            return Err(truncated(6, bytes));
         };
-        let [c0, c1, c2, c3, kind, flags, r0, r1, rest @ ..] = *h;
-        if flags != 0 || r0 != 0 || r1 != 0 {
-            return Err(DecodeError::Reserved);
-        }
+        let crc = u32::from_le_bytes([c0, c1, c2, c3]);
         let kind = Kind::from_u8(kind)?;
-        let [k0, k1, k2, k3, v0, v1, v2, v3, rest @ ..] = rest;
-        let (version, expires) = rest.split_at(8);
-        let header = Header {
-            crc: u32::from_le_bytes([c0, c1, c2, c3]),
-            kind,
-            key_len: u32::from_le_bytes([k0, k1, k2, k3]),
-            value_len: u32::from_le_bytes([v0, v1, v2, v3]),
-            version: u64_le(version),
-            expires_at: u64_le(expires),
+        let header = if flags & COMPACT == 0 {
+            decode_wide(bytes, crc, kind, flags)?
+        } else {
+            decode_compact(bytes, crc, kind, flags)?
         };
         if header.kind == Kind::Batch && header.key_len != 0 {
             return Err(DecodeError::Length("a batch frame has no key"));
@@ -160,8 +177,96 @@ impl Header {
 
     /// Length of the whole record: header, key and value.
     pub fn total_len(&self) -> u64 {
-        HEADER_LEN as u64 + u64::from(self.key_len) + u64::from(self.value_len)
+        u64::from(self.header_len) + u64::from(self.key_len) + u64::from(self.value_len)
     }
+}
+
+fn truncated(needed: usize, bytes: &[u8]) -> DecodeError {
+    DecodeError::Truncated {
+        needed: needed as u64,
+        available: bytes.len() as u64,
+    }
+}
+
+fn decode_wide(bytes: &[u8], crc: u32, kind: Kind, flags: u8) -> Result<Header, DecodeError> {
+    let Some(h) = bytes.first_chunk::<WIDE_HEADER_LEN>() else {
+        return Err(truncated(WIDE_HEADER_LEN, bytes));
+    };
+    let [_, _, _, _, _, _, r0, r1, rest @ ..] = *h;
+    if flags != 0 || r0 != 0 || r1 != 0 {
+        return Err(DecodeError::Reserved);
+    }
+    let [k0, k1, k2, k3, v0, v1, v2, v3, rest @ ..] = rest;
+    let (version, expires) = rest.split_at(8);
+    Ok(Header {
+        crc,
+        kind,
+        header_len: WIDE_HEADER_LEN as u32,
+        key_len: u32::from_le_bytes([k0, k1, k2, k3]),
+        value_len: u32::from_le_bytes([v0, v1, v2, v3]),
+        version: u64_le(version),
+        expires_at: u64_le(expires),
+    })
+}
+
+fn decode_compact(bytes: &[u8], crc: u32, kind: Kind, flags: u8) -> Result<Header, DecodeError> {
+    // Batch frames are always wide: their header is written before their length is
+    // known.
+    if flags & !(COMPACT | EXPIRES) != 0 || kind == Kind::Batch {
+        return Err(DecodeError::Reserved);
+    }
+    let version = bytes
+        .get(6..COMPACT_FIXED_LEN)
+        .ok_or_else(|| truncated(COMPACT_FIXED_LEN, bytes))?;
+    let mut at = COMPACT_FIXED_LEN;
+    let mut expires_at = 0;
+    if flags & EXPIRES != 0 {
+        let expiry = bytes
+            .get(at..at + 8)
+            .ok_or_else(|| truncated(at + 8, bytes))?;
+        expires_at = u64_le(expiry);
+        if expires_at == 0 {
+            return Err(DecodeError::Length("an expiry flagged but absent"));
+        }
+        at += 8;
+    }
+    let (key_len, at) = read_len(bytes, at)?;
+    let (value_len, at) = read_len(bytes, at)?;
+    Ok(Header {
+        crc,
+        kind,
+        header_len: at as u32,
+        key_len,
+        value_len,
+        version: u64_le(version),
+        expires_at,
+    })
+}
+
+/// Reads the varint length at `at` (seven bits a byte, low first): at most five
+/// bytes, in the shortest form, within 32 bits. Returns it and where it ends.
+fn read_len(bytes: &[u8], at: usize) -> Result<(u32, usize), DecodeError> {
+    let mut value = 0u64;
+    for i in 0..5 {
+        let Some(&byte) = bytes.get(at + i) else {
+            return Err(truncated(at + i + 1, bytes));
+        };
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            if i > 0 && byte == 0 {
+                return Err(DecodeError::Length("a length not in its shortest form"));
+            }
+            let value =
+                u32::try_from(value).map_err(|_| DecodeError::Length("a length past 32 bits"))?;
+            return Ok((value, at + i + 1));
+        }
+    }
+    Err(DecodeError::Length("a length past 32 bits"))
+}
+
+/// Bytes a varint takes for `n`.
+fn varint_len(n: u64) -> u64 {
+    u64::from(64 - (n | 1).leading_zeros()).div_ceil(7)
 }
 
 fn u64_le(bytes: &[u8]) -> u64 {
@@ -222,16 +327,16 @@ fn decode_unverified(bytes: &[u8]) -> Result<RecordRef<'_>, DecodeError> {
     if bytes.len() as u64 > total {
         return Err(DecodeError::Length("bytes follow the record"));
     }
-    let body = bytes.get(HEADER_LEN..).unwrap_or_default();
+    let body = bytes.get(header.header_len as usize..).unwrap_or_default();
     let (key, value) = body
         .split_at_checked(header.key_len as usize)
         .ok_or(DecodeError::Length("key longer than record"))?;
     Ok(RecordRef { header, key, value })
 }
 
-/// Appends an encoded record to `out` and returns its length.
+/// Appends a record, with a compact header, to `out` and returns its length.
 ///
-/// The caller has checked the lengths against [`MAX_RECORD_LEN`] (see
+/// The caller has checked the length against [`MAX_RECORD_LEN`] (see
 /// [`encoded_len`]); lengths that do not fit are clamped, which the checksum
 /// would then reject, so callers must check first.
 pub fn encode_into(
@@ -243,19 +348,42 @@ pub fn encode_into(
     expires_at: u64,
 ) -> usize {
     let start = out.len();
-    out.reserve(HEADER_LEN + key.len() + value.len());
-    // Built whole and copied once (seven appends would check the room seven times).
-    let mut header = [0u8; HEADER_LEN];
+    // Built whole and copied once (appending field by field would check the room
+    // each time).
+    let mut header = [0u8; MAX_HEADER_LEN];
     header[4] = kind as u8;
-    header[8..12].copy_from_slice(&len_u32(key.len()).to_le_bytes());
-    header[12..16].copy_from_slice(&len_u32(value.len()).to_le_bytes());
-    header[16..24].copy_from_slice(&version.to_le_bytes());
-    header[24..32].copy_from_slice(&expires_at.to_le_bytes());
-    out.extend_from_slice(&header);
+    header[5] = COMPACT;
+    header[6..COMPACT_FIXED_LEN].copy_from_slice(&version.to_le_bytes());
+    let mut at = COMPACT_FIXED_LEN;
+    if expires_at != 0 {
+        header[5] |= EXPIRES;
+        header[COMPACT_FIXED_LEN..COMPACT_FIXED_LEN + 8].copy_from_slice(&expires_at.to_le_bytes());
+        at += 8;
+    }
+    at = put_len(&mut header, at, len_u32(key.len()));
+    at = put_len(&mut header, at, len_u32(value.len()));
+    let header = header.get(..at).unwrap_or_default();
+    out.reserve(header.len() + key.len() + value.len());
+    out.extend_from_slice(header);
     out.extend_from_slice(key);
     out.extend_from_slice(value);
     seal(out, start);
     out.len() - start
+}
+
+/// Writes `n` as a varint at `at` in `header`; returns where it ends.
+fn put_len(header: &mut [u8; MAX_HEADER_LEN], mut at: usize, mut n: u32) -> usize {
+    while n >= 0x80 {
+        if let Some(slot) = header.get_mut(at) {
+            *slot = n as u8 | 0x80;
+        }
+        n >>= 7;
+        at += 1;
+    }
+    if let Some(slot) = header.get_mut(at) {
+        *slot = n as u8;
+    }
+    at + 1
 }
 
 /// Writes the checksum of the record that starts at `start` and runs to the end of `out`.
@@ -268,19 +396,20 @@ pub(crate) fn seal(out: &mut [u8], start: usize) {
     }
 }
 
-/// Appends a batch frame header with placeholder checksum; returns where it starts.
+/// Appends a batch frame's (wide) header with placeholder checksum; returns where
+/// it starts.
 ///
 /// The caller appends the inner records, then calls [`finish_batch`].
 pub(crate) fn begin_batch(out: &mut Vec<u8>) -> usize {
     let start = out.len();
     out.extend_from_slice(&[0, 0, 0, 0, Kind::Batch as u8, 0, 0, 0]);
-    out.extend_from_slice(&[0u8; HEADER_LEN - 8]);
+    out.extend_from_slice(&[0u8; WIDE_HEADER_LEN - 8]);
     start
 }
 
 /// Fills in the body length and count of the batch frame at `start`, then seals it.
 pub(crate) fn finish_batch(out: &mut [u8], start: usize, count: u64) {
-    let body_len = len_u32(out.len().saturating_sub(start + HEADER_LEN));
+    let body_len = len_u32(out.len().saturating_sub(start + WIDE_HEADER_LEN));
     if let Some(slot) = out.get_mut(start + 12..start + 16) {
         slot.copy_from_slice(&body_len.to_le_bytes());
     }
@@ -294,9 +423,17 @@ fn len_u32(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
-/// The encoded length of a record with this key and value.
-pub fn encoded_len(key: &[u8], value: &[u8]) -> u64 {
-    HEADER_LEN as u64 + key.len() as u64 + value.len() as u64
+/// The encoded length of a record with this key, value and expiry, as
+/// [`encode_into`] writes it.
+pub fn encoded_len(key: &[u8], value: &[u8], expires_at: u64) -> u64 {
+    let (key_len, value_len) = (key.len() as u64, value.len() as u64);
+    let expiry = if expires_at != 0 { 8 } else { 0 };
+    COMPACT_FIXED_LEN as u64
+        + expiry
+        + varint_len(key_len)
+        + varint_len(value_len)
+        + key_len
+        + value_len
 }
 
 /// Iterates the inner records of a verified batch frame body.
@@ -340,16 +477,32 @@ mod tests {
 
     fn encode(kind: Kind, key: &[u8], value: &[u8], version: u64, expires: u64) -> Vec<u8> {
         let mut out = Vec::new();
-        encode_into(&mut out, kind, key, value, version, expires);
+        let len = encode_into(&mut out, kind, key, value, version, expires);
+        assert_eq!(len as u64, encoded_len(key, value, expires));
+        out
+    }
+
+    /// A record with a wide header, as format version 1 wrote every record.
+    fn encode_wide(kind: Kind, key: &[u8], value: &[u8], version: u64, expires: u64) -> Vec<u8> {
+        let mut out = vec![0u8; WIDE_HEADER_LEN];
+        out[4] = kind as u8;
+        out[8..12].copy_from_slice(&(key.len() as u32).to_le_bytes());
+        out[12..16].copy_from_slice(&(value.len() as u32).to_le_bytes());
+        out[16..24].copy_from_slice(&version.to_le_bytes());
+        out[24..32].copy_from_slice(&expires.to_le_bytes());
+        out.extend_from_slice(key);
+        out.extend_from_slice(value);
+        seal(&mut out, 0);
         out
     }
 
     #[test]
     fn round_trip() {
         let bytes = encode(Kind::Put, b"key", b"value", 7, 99);
-        assert_eq!(bytes.len(), HEADER_LEN + 8);
+        assert_eq!(bytes.len(), MIN_HEADER_LEN + 8 + 8);
         let rec = decode(&bytes).unwrap();
         assert_eq!(rec.header.kind, Kind::Put);
+        assert_eq!(rec.header.header_len as usize, MIN_HEADER_LEN + 8);
         assert_eq!(rec.key, b"key");
         assert_eq!(rec.value, b"value");
         assert_eq!(rec.header.version, 7);
@@ -357,32 +510,88 @@ mod tests {
     }
 
     #[test]
-    fn header_layout_is_little_endian() {
-        let bytes = encode(Kind::Merge, b"k", b"vv", 0x0102, 0x0304);
+    fn compact_header_layout() {
+        let bytes = encode(Kind::Merge, b"k", b"vv", 0x0102, 0);
+        assert_eq!(bytes.len(), MIN_HEADER_LEN + 3);
         assert_eq!(bytes[4], 3);
-        assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
-        assert_eq!(&bytes[12..16], &2u32.to_le_bytes());
-        assert_eq!(&bytes[16..24], &0x0102u64.to_le_bytes());
-        assert_eq!(&bytes[24..32], &0x0304u64.to_le_bytes());
+        assert_eq!(bytes[5], COMPACT);
+        assert_eq!(&bytes[6..14], &0x0102u64.to_le_bytes());
+        assert_eq!(&bytes[14..16], &[1, 2]);
         assert_eq!(&bytes[0..4], &crc32c::crc32c(&bytes[4..]).to_le_bytes());
+
+        let bytes = encode(Kind::Put, b"k", b"", 1, 0x0304);
+        assert_eq!(bytes[5], COMPACT | EXPIRES);
+        assert_eq!(&bytes[14..22], &0x0304u64.to_le_bytes());
+        assert_eq!(&bytes[22..24], &[1, 0]);
+    }
+
+    #[test]
+    fn lengths_take_the_varint_they_need() {
+        for (len, header) in [(127, 16), (128, 17), (16_383, 17), (16_384, 18)] {
+            let value = vec![7u8; len];
+            let bytes = encode(Kind::Put, b"k", &value, 1, 0);
+            let rec = decode(&bytes).unwrap();
+            assert_eq!(rec.header.header_len, header, "value of {len} bytes");
+            assert_eq!(rec.value, &value[..]);
+        }
+        let key = vec![1u8; 300];
+        let rec_bytes = encode(Kind::Delete, &key, b"", 1, 5);
+        let rec = decode(&rec_bytes).unwrap();
+        assert_eq!(rec.header.header_len, 14 + 8 + 2 + 1);
+        assert_eq!(rec.key, &key[..]);
+        for n in [0u64, 1, 127, 128, 16_383, 16_384, u64::from(u32::MAX)] {
+            let mut header = [0u8; MAX_HEADER_LEN];
+            let end = put_len(&mut header, 0, n as u32);
+            assert_eq!(end as u64, varint_len(n));
+            assert_eq!(read_len(&header, 0), Ok((n as u32, end)));
+        }
+    }
+
+    #[test]
+    fn wide_records_still_decode() {
+        let bytes = encode_wide(Kind::Put, b"key", b"value", 7, 99);
+        let rec = decode(&bytes).unwrap();
+        assert_eq!(rec.header.header_len as usize, WIDE_HEADER_LEN);
+        assert_eq!((rec.key, rec.value), (&b"key"[..], &b"value"[..]));
+        assert_eq!((rec.header.version, rec.header.expires_at), (7, 99));
     }
 
     #[test]
     fn every_flipped_bit_is_detected() {
-        let bytes = encode(Kind::Put, b"key", b"value", 1, 0);
-        for i in 0..bytes.len() * 8 {
-            let mut damaged = bytes.clone();
-            damaged[i / 8] ^= 1 << (i % 8);
-            assert!(decode(&damaged).is_err(), "bit {i} went unnoticed");
+        for bytes in [
+            encode(Kind::Put, b"key", b"value", 1, 0),
+            encode(Kind::Put, b"key", b"value", 1, 1_700_000_000_000),
+            encode_wide(Kind::Put, b"key", b"value", 1, 0),
+        ] {
+            for i in 0..bytes.len() * 8 {
+                let mut damaged = bytes.clone();
+                damaged[i / 8] ^= 1 << (i % 8);
+                assert!(decode(&damaged).is_err(), "bit {i} went unnoticed");
+            }
         }
     }
 
     #[test]
     fn every_truncation_is_detected() {
-        let bytes = encode(Kind::Put, b"key", b"value", 1, 0);
-        for len in 0..bytes.len() {
-            assert!(decode(&bytes[..len]).is_err());
+        for bytes in [
+            encode(Kind::Put, b"key", b"value", 1, 0),
+            encode(Kind::Put, b"key", b"value", 1, 9),
+            encode_wide(Kind::Put, b"key", b"value", 1, 0),
+        ] {
+            for len in 0..bytes.len() {
+                assert!(decode(&bytes[..len]).is_err());
+            }
         }
+    }
+
+    #[test]
+    fn a_header_decodes_from_its_own_bytes() {
+        let bytes = encode(Kind::Put, b"key", b"value", 1, 0);
+        assert!(Header::decode(&bytes[..MIN_HEADER_LEN]).is_ok());
+        assert!(matches!(
+            Header::decode(&bytes[..MIN_HEADER_LEN - 1]),
+            Err(DecodeError::Truncated { .. })
+        ));
     }
 
     #[test]
@@ -394,11 +603,12 @@ mod tests {
         finish_batch(&mut out, start, 2);
         let frame = decode(&out).unwrap();
         assert_eq!(frame.header.kind, Kind::Batch);
+        assert_eq!(frame.header.header_len as usize, WIDE_HEADER_LEN);
         let inner = batch_records(frame.value, frame.header.version).unwrap();
         assert_eq!(inner.len(), 2);
         assert_eq!(inner[0].0, 0);
         assert_eq!(inner[1].1.key, b"b");
-        assert_eq!(inner[1].0, HEADER_LEN + 2);
+        assert_eq!(inner[1].0, MIN_HEADER_LEN + 2);
     }
 
     #[test]
@@ -427,12 +637,13 @@ mod tests {
 
         #[test]
         fn damaged_records_never_decode_to_something_else(
-            key in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..20),
-            value in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..50),
+            key in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            value in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            expires in proptest::prop_oneof![proptest::strategy::Just(0u64), proptest::prelude::any::<u64>()],
             at in proptest::prelude::any::<usize>(),
             bit in 0u8..8,
         ) {
-            let bytes = encode(Kind::Put, &key, &value, 3, 4);
+            let bytes = encode(Kind::Put, &key, &value, 3, expires);
             let mut damaged = bytes.clone();
             let i = at % damaged.len();
             damaged[i] ^= 1 << bit;
@@ -440,6 +651,8 @@ mod tests {
             let rec = decode(&bytes).unwrap();
             proptest::prop_assert_eq!(rec.key, &key[..]);
             proptest::prop_assert_eq!(rec.value, &value[..]);
+            proptest::prop_assert_eq!(rec.header.expires_at, expires);
+            proptest::prop_assert_eq!(rec.header.version, 3);
         }
     }
 
@@ -448,8 +661,42 @@ mod tests {
         let mut bytes = encode(Kind::Put, b"k", b"v", 1, 0);
         bytes[4] = 9;
         assert_eq!(Header::decode(&bytes), Err(DecodeError::UnknownKind(9)));
-        let mut bytes = encode(Kind::Put, b"k", b"v", 1, 0);
+        for flags in [COMPACT | 0x04, COMPACT | 0x80, EXPIRES] {
+            let mut bytes = encode(Kind::Put, b"k", b"v", 1, 0);
+            bytes[5] = flags;
+            bytes.resize(WIDE_HEADER_LEN + 2, 0);
+            assert_eq!(
+                Header::decode(&bytes),
+                Err(DecodeError::Reserved),
+                "{flags:#x}"
+            );
+        }
+        let mut bytes = encode_wide(Kind::Put, b"k", b"v", 1, 0);
         bytes[6] = 1;
         assert_eq!(Header::decode(&bytes), Err(DecodeError::Reserved));
+        // A batch frame's header is always wide.
+        let mut bytes = encode(Kind::Put, b"", b"", 1, 0);
+        bytes[4] = Kind::Batch as u8;
+        assert_eq!(Header::decode(&bytes), Err(DecodeError::Reserved));
+    }
+
+    #[test]
+    fn lengths_have_one_encoding() {
+        let bytes = encode(Kind::Put, b"k", b"v", 1, 0);
+        // The value's length 1 spelled in two bytes.
+        let mut long = bytes[..15].to_vec();
+        long.extend_from_slice(&[0x81, 0x00]);
+        assert!(matches!(Header::decode(&long), Err(DecodeError::Length(_))));
+        // Six bytes, or five past 32 bits.
+        let mut six = bytes[..14].to_vec();
+        six.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0]);
+        assert!(matches!(Header::decode(&six), Err(DecodeError::Length(_))));
+        let mut wide = bytes[..14].to_vec();
+        wide.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x1f, 0]);
+        assert!(matches!(Header::decode(&wide), Err(DecodeError::Length(_))));
+        // An expiry flagged but zero.
+        let mut zero = encode(Kind::Put, b"k", b"v", 1, 5);
+        zero[14..22].copy_from_slice(&[0; 8]);
+        assert!(matches!(Header::decode(&zero), Err(DecodeError::Length(_))));
     }
 }

@@ -116,8 +116,12 @@ impl Location {
 pub const SEGMENT_HEADER_LEN: usize = 16;
 /// Magic bytes opening every segment.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"STRATSEG";
-/// The segment format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The segment format version this build writes: 2, whose records have compact
+/// headers (see [`crate::record`]).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest segment format version this build reads: 1, whose records all have
+/// wide headers, which version 2 still reads.
+pub const MIN_FORMAT_VERSION: u32 = 1;
 
 /// The header written at the start of every segment.
 pub fn encode_header() -> [u8; SEGMENT_HEADER_LEN] {
@@ -159,7 +163,7 @@ pub fn decode_header(bytes: &[u8]) -> Result<(), DecodeError> {
         return Err(DecodeError::Magic);
     }
     let version = u32::from_le_bytes([v0, v1, v2, v3]);
-    if version != FORMAT_VERSION {
+    if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(DecodeError::Version(version));
     }
     if [r0, r1, r2, r3] != [0; 4] {
@@ -204,5 +208,16 @@ mod tests {
         bad[0] ^= 1;
         assert_eq!(decode_header(&bad), Err(DecodeError::Magic));
         assert!(decode_header(&header[..3]).is_err());
+        // Version 1 is still read; versions outside the range are refused by name.
+        for (version, ok) in [(0u32, false), (1, true), (2, true), (3, false)] {
+            let mut h = header;
+            h[8..12].copy_from_slice(&version.to_le_bytes());
+            let result = decode_header(&h);
+            if ok {
+                assert_eq!(result, Ok(()));
+            } else {
+                assert_eq!(result, Err(DecodeError::Version(version)));
+            }
+        }
     }
 }

@@ -152,7 +152,7 @@ impl Record {
 
     /// The key.
     pub fn key(&self) -> &[u8] {
-        let start = record::HEADER_LEN;
+        let start = self.header.header_len as usize;
         self.bytes
             .get(start..start + self.header.key_len as usize)
             .unwrap_or_default()
@@ -160,13 +160,14 @@ impl Record {
 
     /// The value or merge operand.
     pub fn value(&self) -> &[u8] {
-        let start = record::HEADER_LEN + self.header.key_len as usize;
+        let start = self.header.header_len as usize + self.header.key_len as usize;
         self.bytes.get(start..).unwrap_or_default()
     }
 
     /// Takes the value out of the record.
     pub fn into_value(mut self) -> Vec<u8> {
-        let start = (record::HEADER_LEN + self.header.key_len as usize).min(self.bytes.len());
+        let start =
+            (self.header.header_len as usize + self.header.key_len as usize).min(self.bytes.len());
         self.bytes.drain(..start);
         self.bytes
     }

@@ -152,10 +152,11 @@ impl CompactionOutput {
     /// Encodes a new record into the output.
     pub fn append(&mut self, entry: &Entry<'_>) -> Result<Location> {
         let mut raw = Vec::new();
-        if record::encoded_len(entry.key, entry.value) > record::MAX_RECORD_LEN {
+        let len = record::encoded_len(entry.key, entry.value, entry.expires_at);
+        if len > record::MAX_RECORD_LEN {
             return Err(Error::TooLarge {
                 what: "record",
-                len: record::encoded_len(entry.key, entry.value),
+                len,
                 max: record::MAX_RECORD_LEN,
             });
         }

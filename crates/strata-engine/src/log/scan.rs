@@ -9,7 +9,7 @@
 
 use std::io;
 
-use crate::record::{self, DecodeError, HEADER_LEN, Kind, RecordRef};
+use crate::record::{self, DecodeError, Kind, MAX_HEADER_LEN, RecordRef};
 use crate::segment::{Location, SegmentId};
 use crate::vfs::{VfsFile, read_exact_at};
 
@@ -66,14 +66,15 @@ pub(crate) fn scan<E>(
     };
     let mut pos = start;
     while pos < len {
-        let head = window.get(pos, HEADER_LEN)?;
+        // Every header fits in this many bytes; a short one decodes from its own.
+        let head = window.get(pos, MAX_HEADER_LEN)?;
         let header = match record::Header::decode(head) {
             Ok(header) => header,
             Err(reason) => {
-                let short = head.len() < HEADER_LEN;
+                let short = head.len() < MAX_HEADER_LEN;
                 let zeros = window.zeros_to_end(pos)?;
                 // A header cut short, by the end of the file or by zeros after it.
-                let torn = zeros || short || window.zeros_to_end(pos + HEADER_LEN as u64)?;
+                let torn = zeros || short || window.zeros_to_end(pos + MAX_HEADER_LEN as u64)?;
                 return Ok(Ok(ScanEnd::Damaged {
                     offset: pos,
                     reason,
@@ -124,12 +125,13 @@ pub(crate) fn scan<E>(
                     }));
                 }
             };
-            let body = bytes.get(HEADER_LEN..).unwrap_or_default();
+            let frame_header = frame.header.header_len as usize;
+            let body = bytes.get(frame_header..).unwrap_or_default();
             for (at, record) in inner {
                 let len = record.header.total_len() as usize;
                 let raw = body.get(at..at + len).unwrap_or_default();
                 let inner_offset =
-                    u32::try_from(pos + HEADER_LEN as u64 + at as u64).map_err(|_| {
+                    u32::try_from(pos + frame_header as u64 + at as u64).map_err(|_| {
                         io::Error::new(io::ErrorKind::InvalidData, "segment beyond 4 GiB")
                     })?;
                 let location = Location {

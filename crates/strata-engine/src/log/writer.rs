@@ -26,7 +26,7 @@ use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
 use crate::log::{Entry, Locations, SegmentFile};
-use crate::record::{self, HEADER_LEN, Kind, MAX_RECORD_LEN};
+use crate::record::{self, Kind, MAX_RECORD_LEN, WIDE_HEADER_LEN};
 use crate::segment::{self, Location, SEGMENT_HEADER_LEN, SegmentId};
 use crate::vfs::{OpenMode, Vfs, write_all_at};
 
@@ -151,12 +151,12 @@ impl Writer {
     pub fn frame_len(entries: &[Entry<'_>]) -> Result<u64> {
         let inner: u64 = entries
             .iter()
-            .map(|e| record::encoded_len(e.key, e.value))
+            .map(|e| record::encoded_len(e.key, e.value, e.expires_at))
             .sum();
         let total = if entries.len() == 1 {
             inner
         } else {
-            inner + HEADER_LEN as u64
+            inner + WIDE_HEADER_LEN as u64
         };
         // The frame must also fit after a segment header with 32-bit offsets.
         if total > MAX_RECORD_LEN - SEGMENT_HEADER_LEN as u64 {
@@ -220,6 +220,8 @@ impl Writer {
         if let Some(frame_start) = frame_start {
             record::finish_batch(buf, frame_start, entries.len() as u64);
         }
+        // Locations and the log's length both count on the planned length.
+        debug_assert_eq!((buf.len() - start) as u64, frame_len);
         self.len += frame_len;
         tail.lsn += frame_len;
         self.records += entries.len() as u64;

@@ -8,8 +8,9 @@ use strata_engine::{AppendOperator, FsyncPolicy, ManualClock, Options, SimVfs};
 
 /// A segment file's header.
 pub const HEADER: u64 = 16;
-/// A record of a [`key`] and a 100-byte value: its header, key and value.
-pub const RECORD: u64 = 32 + 12 + 100;
+/// A record of a [`key`] and a 100-byte value without an expiry: its header
+/// (compact, with one-byte lengths), key and value.
+pub const RECORD: u64 = 16 + 12 + 100;
 
 /// Waits (ten seconds at most) until `done` holds.
 pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {

@@ -220,7 +220,9 @@ fn a_merge_of_an_external_key_goes_as_given_after_its_expired_put() {
         engine.write_ops_located(ops, true, &mut locations).unwrap();
         (engine.stats().total_bytes - before, locations)
     };
-    let (live, _) = write(b"ext:a", 0);
+    // Both with an expiry (a far one, and one long past), which a header holds
+    // only when there is one.
+    let (live, _) = write(b"ext:a", 4_102_444_800_000);
     let (expired, locations) = write(b"ext:b", 1);
     // Keys of one length: the same bytes, no record added.
     assert_eq!(expired, live);

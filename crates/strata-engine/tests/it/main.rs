@@ -10,6 +10,7 @@ mod corruption;
 mod crash;
 mod external;
 mod faults;
+mod format;
 mod kill9;
 mod model;
 mod zeros;

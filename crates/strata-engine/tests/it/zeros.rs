@@ -47,7 +47,7 @@ fn records_overwrite_the_zeros_and_sealing_or_closing_cuts_the_rest() {
     }
 
     // Past the 64 KiB segment size: each sealed segment holds its records only.
-    for i in 100..1_000 {
+    for i in 100..1_500 {
         engine.put(&key(i), &[b'v'; 100]).unwrap();
     }
     engine.flush().unwrap();
@@ -78,9 +78,9 @@ fn records_overwrite_the_zeros_and_sealing_or_closing_cuts_the_rest() {
         assert_eq!(s.zeros, 0, "{s:?}");
         assert_eq!(s.len, HEADER + s.puts * RECORD, "{s:?}");
     }
-    assert_eq!(report.segments.iter().map(|s| s.puts).sum::<u64>(), 1_000);
+    assert_eq!(report.segments.iter().map(|s| s.puts).sum::<u64>(), 1_500);
     let engine = Engine::open(dir.path(), disk_options()).unwrap();
-    for i in 0..1_000 {
+    for i in 0..1_500 {
         assert!(engine.contains(&key(i)), "key {i}");
     }
 }

@@ -213,3 +213,92 @@ fn zeros_before_records_or_at_the_end_of_a_sealed_segment_are_corruption() {
         other => panic!("expected Corrupt, got {other}"),
     }
 }
+
+/// What [`cut_store`] holds after its first `steps` writes, key by key.
+fn cut_store_state(steps: usize) -> Vec<(&'static [u8], Option<Vec<u8>>)> {
+    let long = vec![b'c'; 200];
+    let mut merged = long.clone();
+    merged.extend_from_slice(b"+");
+    vec![
+        (b"a", (steps >= 1 && steps < 4).then(|| b"1".to_vec())),
+        (b"b", (steps >= 2).then(|| b"2".to_vec())),
+        (
+            b"c",
+            match steps {
+                0..=2 => None,
+                3 => Some(long),
+                _ => Some(merged),
+            },
+        ),
+        (b"d", (steps >= 4).then(|| b"4".to_vec())),
+        (b"e", (steps >= 5).then(|| b"5".to_vec())),
+    ]
+}
+
+/// A store with records of every header shape after a first put: one-byte lengths,
+/// an expiry, a two-byte length, a batch frame (a put, a delete, a merge), then a
+/// small put again. Returns its one segment's name and bytes, and where each write
+/// ended in them.
+fn cut_store(dir: &Path) -> (String, Vec<u8>, Vec<u64>) {
+    let engine = Engine::open(dir, disk_options()).unwrap();
+    let path = segment_files(dir).pop().unwrap();
+    let len = || std::fs::metadata(&path).unwrap().len();
+    engine.put(b"base", b"0").unwrap();
+    engine.flush().unwrap();
+    let mut ends = vec![len()];
+    let far = 4_102_444_800_000;
+    let steps: [&dyn Fn(&Engine); 5] = [
+        &|e| drop(e.put(b"a", b"1").unwrap()),
+        &|e| drop(e.put_with_expiry(b"b", b"2", far).unwrap()),
+        &|e| drop(e.put(b"c", &[b'c'; 200]).unwrap()),
+        &|e| {
+            let mut batch = strata_engine::WriteBatch::new();
+            batch.put(b"d", b"4").delete(b"a").merge(b"c", b"+");
+            e.write(&batch).unwrap();
+        },
+        &|e| drop(e.put(b"e", b"5").unwrap()),
+    ];
+    for step in steps {
+        step(&engine);
+        engine.flush().unwrap();
+        ends.push(len());
+    }
+    engine.close().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len() as u64, *ends.last().unwrap());
+    let name = path.file_name().unwrap().to_str().unwrap().to_string();
+    (name, bytes, ends)
+}
+
+/// Headers of several lengths: the end of the log cut at any byte of its last
+/// records, with or without the zeros written ahead after the cut, opens with
+/// exactly the writes that ended before the cut (a batch whole or not at all).
+#[test]
+fn a_cut_at_any_byte_keeps_the_writes_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (name, bytes, ends) = cut_store(dir.path());
+    // Headers of 16, 24 (an expiry) and 17 bytes (a 200-byte value), then a frame
+    // of 32 and its three records.
+    let sizes: Vec<u64> = ends.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(sizes, [16 + 2, 24 + 2, 17 + 201, 32 + 18 + 17 + 18, 16 + 2]);
+    for cut in ends[0]..=*ends.last().unwrap() {
+        for zeros in [0usize, 64] {
+            let copy = tempfile::tempdir().unwrap();
+            let mut tail = bytes[..cut as usize].to_vec();
+            tail.resize(tail.len() + zeros, 0);
+            std::fs::write(copy.path().join(&name), &tail).unwrap();
+            let engine = Engine::open(copy.path(), disk_options())
+                .unwrap_or_else(|e| panic!("cut at {cut}, {zeros} zeros: {e}"));
+            let steps = ends.iter().filter(|&&end| end <= cut).count() - 1;
+            assert_eq!(engine.get(b"base").unwrap().as_deref(), Some(&b"0"[..]));
+            for (key, want) in cut_store_state(steps) {
+                assert_eq!(
+                    engine.get(key).unwrap(),
+                    want,
+                    "cut at {cut} ({steps} writes whole), {zeros} zeros, key {}",
+                    String::from_utf8_lossy(key)
+                );
+            }
+        }
+    }
+}

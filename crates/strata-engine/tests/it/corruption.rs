@@ -220,7 +220,7 @@ fn cut_store_state(steps: usize) -> Vec<(&'static [u8], Option<Vec<u8>>)> {
     let mut merged = long.clone();
     merged.extend_from_slice(b"+");
     vec![
-        (b"a", (steps >= 1 && steps < 4).then(|| b"1".to_vec())),
+        (b"a", (1..4).contains(&steps).then(|| b"1".to_vec())),
         (b"b", (steps >= 2).then(|| b"2".to_vec())),
         (
             b"c",
@@ -248,15 +248,23 @@ fn cut_store(dir: &Path) -> (String, Vec<u8>, Vec<u64>) {
     let mut ends = vec![len()];
     let far = 4_102_444_800_000;
     let steps: [&dyn Fn(&Engine); 5] = [
-        &|e| drop(e.put(b"a", b"1").unwrap()),
-        &|e| drop(e.put_with_expiry(b"b", b"2", far).unwrap()),
-        &|e| drop(e.put(b"c", &[b'c'; 200]).unwrap()),
+        &|e| {
+            e.put(b"a", b"1").unwrap();
+        },
+        &|e| {
+            e.put_with_expiry(b"b", b"2", far).unwrap();
+        },
+        &|e| {
+            e.put(b"c", &[b'c'; 200]).unwrap();
+        },
         &|e| {
             let mut batch = strata_engine::WriteBatch::new();
             batch.put(b"d", b"4").delete(b"a").merge(b"c", b"+");
             e.write(&batch).unwrap();
         },
-        &|e| drop(e.put(b"e", b"5").unwrap()),
+        &|e| {
+            e.put(b"e", b"5").unwrap();
+        },
     ];
     for step in steps {
         step(&engine);

@@ -1,6 +1,7 @@
 //! Feeds arbitrary bytes to every decoder of on-disk data: the record and batch
 //! codec, the segment header, the hint file, and a whole segment opened by
-//! recovery. None may panic; a decoded record must re-encode to the same bytes.
+//! recovery. None may panic; a decoded record must re-encode to the same record
+//! (to the same bytes, when its header is compact).
 
 #![no_main]
 
@@ -76,7 +77,19 @@ fn decode_record(data: &[u8]) {
                 rec.header.version,
                 rec.header.expires_at,
             );
-            assert_eq!(again, data);
+            // A compact header re-encodes byte for byte (a length has one
+            // encoding); a wide one (format version 1) re-encodes compact, to the
+            // same record.
+            if data.get(5).is_some_and(|flags| flags & 1 == 1) {
+                assert_eq!(again, data);
+            } else {
+                let back = record::decode(&again).expect("a re-encoded record decodes");
+                let fields = |r: &record::RecordRef<'_>| {
+                    let h = r.header;
+                    (h.kind, h.version, h.expires_at, r.key.to_vec(), r.value.to_vec())
+                };
+                assert_eq!(fields(&back), fields(&rec));
+            }
         }
     }
 }

@@ -228,10 +228,14 @@ mod tests {
     /// A look-ahead's two steps aim at the right memory: once the table has
     /// settled, the entry a lookup will compare first is the field's own for all
     /// but the rare field another one's tag shadows, and the hints themselves
-    /// neither fail nor change anything, resizing or not.
+    /// neither fail nor change anything, resizing or not. The hasher's seed is
+    /// fixed, so the count is the same on every run (198 of the 200 fields of a
+    /// Miri run, 19,802 of 20,000 otherwise): with a random one, the 200 fields left
+    /// 193 to 200 in their own place (3,000 seeds), under the bound about once in a
+    /// hundred runs.
     #[test]
     fn lookups_are_prefetched_where_they_will_read() {
-        let mut dict: Dict<Pair, KeyHasher> = Dict::with_hasher(KeyHasher::default());
+        let mut dict = Dict::with_hasher(foldhash::fast::FixedState::with_seed(0x5eed));
         let n = if cfg!(miri) { 200 } else { 20_000 };
         let field = |i: usize| format!("element:{i}").into_bytes();
         dict.prefetch_lookup(dict.hash(b"none"), false);

@@ -1,7 +1,8 @@
 //! Feeds arbitrary bytes to every decoder of on-disk data: the record and batch
 //! codec, the segment header, the hint file, and a whole segment opened by
 //! recovery. None may panic; a decoded record must re-encode to the same record
-//! (to the same bytes, when its header is compact).
+//! (to the same bytes, when its header is compact), and the entries of a hint to
+//! the same bytes.
 
 #![no_main]
 
@@ -30,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = entry;
         }
     }
+    reencode_hint(data);
 
     // The same bytes as a segment (after a valid header) and as its hint file.
     let vfs = SimVfs::new();
@@ -92,4 +94,25 @@ fn decode_record(data: &[u8]) {
             }
         }
     }
+}
+
+/// Reads `data` as the entries of a hint of the current version (a valid header
+/// and checksum around them) and checks that the entries it decodes, up to the
+/// first bad one, encode back to the bytes they were read from.
+fn reencode_hint(data: &[u8]) {
+    let mut image = hint::HINT_MAGIC.to_vec();
+    image.extend_from_slice(&hint::HINT_VERSION.to_le_bytes());
+    image.extend_from_slice(&[0; 4]);
+    image.extend_from_slice(data);
+    image.extend_from_slice(&0u64.to_le_bytes());
+    let crc = crc32c::crc32c(&image);
+    image.extend_from_slice(&crc.to_le_bytes());
+    let entries = hint::decode(&image).expect("a valid header and checksum");
+    let mut again = hint::HintBuilder::new();
+    for entry in entries.map_while(Result::ok) {
+        again.push(&entry);
+    }
+    let again = again.finish();
+    let encoded = &again[hint::HINT_HEADER_LEN..again.len() - hint::TRAILER_LEN];
+    assert_eq!(encoded, &data[..encoded.len()]);
 }

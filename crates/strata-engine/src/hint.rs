@@ -7,6 +7,15 @@
 //! the active segment at a clean close, and for segments that an open had to
 //! scan because their hint was missing.
 //!
+//! An entry is written against the one before it: its offset as the gap after
+//! the previous record (none, for records one after the other) and its version as
+//! the step from the previous version, each a varint, as are its length, its
+//! expiry (only when it has one) and its key's length. A 20-byte key's entry
+//! takes 25 bytes (26 when its record is 128 bytes or longer), where format
+//! version 1's fixed fields made it 49; version-1 hints are still read. Each
+//! entry has one encoding (varints in their shortest form, an expiry flagged only
+//! when it is not zero).
+//!
 //! A hint is a pure accelerator: it is written to a temporary name, fsynced
 //! and renamed, and carries a CRC32C over the whole file. A hint that is
 //! missing, short or damaged is ignored and its segment scanned instead.
@@ -15,17 +24,23 @@
 #![deny(clippy::indexing_slicing)]
 
 use crate::record::{DecodeError, Kind};
+use crate::varint;
 
 /// Magic bytes opening every hint file.
 pub const HINT_MAGIC: [u8; 8] = *b"STRATHNT";
-/// The hint format version this build writes and reads.
-pub const HINT_VERSION: u32 = 1;
+/// The hint format version this build writes.
+pub const HINT_VERSION: u32 = 2;
+/// The oldest hint format version this build reads.
+pub const MIN_HINT_VERSION: u32 = 1;
 /// Length of the hint file header.
 pub const HINT_HEADER_LEN: usize = 16;
-/// Length of the fixed part of one entry.
-pub const ENTRY_FIXED_LEN: usize = 29;
+/// Length of an entry's fixed part in a hint of format version 1.
+pub const V1_ENTRY_FIXED_LEN: usize = 29;
 /// Length of the trailer: entry count and checksum.
 pub const TRAILER_LEN: usize = 12;
+
+/// The flag, in an entry's first byte, of an entry with an expiry.
+const EXPIRES: u8 = 0x80;
 
 /// One entry of a hint file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +59,21 @@ pub struct HintEntry<'a> {
     pub expires_at: u64,
 }
 
+/// What an entry is written relative to: the end of the record before it and
+/// its version (both zero before the first entry).
+#[derive(Debug, Clone, Copy, Default)]
+struct Previous {
+    end: u32,
+    version: u64,
+}
+
+impl Previous {
+    fn follow(&mut self, entry: &HintEntry<'_>) {
+        self.end = entry.offset.wrapping_add(entry.len);
+        self.version = entry.version;
+    }
+}
+
 /// Builds the bytes of a hint file, one entry at a time.
 ///
 /// The bytes can be taken out in pieces as they accumulate ([`HintBuilder::drain`]),
@@ -55,6 +85,7 @@ pub struct HintBuilder {
     count: u64,
     /// CRC32C of the bytes already drained.
     crc: u32,
+    previous: Previous,
 }
 
 impl Default for HintBuilder {
@@ -74,20 +105,36 @@ impl HintBuilder {
             bytes,
             count: 0,
             crc: 0,
+            previous: Previous::default(),
         }
     }
 
     /// Adds the entry of one record.
+    ///
+    /// An entry is its kind (with the bit `0x80` set when it has an expiry), then as
+    /// varints the gap between the end of the record before it and its offset
+    /// (0 for records one after the other), its length, its version's difference
+    /// from the version before it (zigzag), its expiry if it has one and its key's
+    /// length, then the key: five bytes and the key for most records, where a fixed
+    /// layout took 29.
     pub fn push(&mut self, entry: &HintEntry<'_>) {
         let key_len = u32::try_from(entry.key.len()).unwrap_or(u32::MAX);
-        self.bytes.push(entry.kind as u8);
-        self.bytes.extend_from_slice(&key_len.to_le_bytes());
-        self.bytes.extend_from_slice(&entry.offset.to_le_bytes());
-        self.bytes.extend_from_slice(&entry.len.to_le_bytes());
-        self.bytes.extend_from_slice(&entry.version.to_le_bytes());
+        let flags = if entry.expires_at != 0 { EXPIRES } else { 0 };
+        let gap = entry.offset.wrapping_sub(self.previous.end);
+        let step = entry.version.wrapping_sub(self.previous.version) as i64;
+        let mut fixed = [0u8; 1 + 5 * varint::MAX_LEN];
+        fixed[0] = entry.kind as u8 | flags;
+        let mut at = varint::write(&mut fixed, 1, u64::from(gap));
+        at = varint::write(&mut fixed, at, u64::from(entry.len));
+        at = varint::write(&mut fixed, at, ((step << 1) ^ (step >> 63)) as u64);
+        if entry.expires_at != 0 {
+            at = varint::write(&mut fixed, at, entry.expires_at);
+        }
+        at = varint::write(&mut fixed, at, u64::from(key_len));
         self.bytes
-            .extend_from_slice(&entry.expires_at.to_le_bytes());
+            .extend_from_slice(fixed.get(..at).unwrap_or_default());
         self.bytes.extend_from_slice(entry.key);
+        self.previous.follow(entry);
         self.count += 1;
     }
 
@@ -127,7 +174,7 @@ impl HintBuilder {
 /// Verifies a hint file and returns an iterator over its entries.
 ///
 /// The header, trailer and checksum are checked here; each entry is checked
-/// as the iterator reaches it.
+/// as the iterator reaches it. Hints of format versions 1 and 2 are read.
 pub fn decode(bytes: &[u8]) -> Result<HintIter<'_>, DecodeError> {
     if bytes.len() < HINT_HEADER_LEN + TRAILER_LEN {
         return Err(DecodeError::Truncated {
@@ -142,7 +189,7 @@ pub fn decode(bytes: &[u8]) -> Result<HintIter<'_>, DecodeError> {
     }
     let (version, reserved) = version.split_at(4);
     let version = u32::from_le_bytes(array4(version));
-    if version != HINT_VERSION {
+    if !(MIN_HINT_VERSION..=HINT_VERSION).contains(&version) {
         return Err(DecodeError::Version(version));
     }
     if reserved != [0u8; 4] {
@@ -160,6 +207,8 @@ pub fn decode(bytes: &[u8]) -> Result<HintIter<'_>, DecodeError> {
         rest: entries,
         declared,
         seen: 0,
+        version,
+        previous: Previous::default(),
     })
 }
 
@@ -177,6 +226,9 @@ pub struct HintIter<'a> {
     rest: &'a [u8],
     declared: u64,
     seen: u64,
+    /// The file's format version.
+    version: u32,
+    previous: Previous,
 }
 
 impl HintIter<'_> {
@@ -201,10 +253,20 @@ impl<'a> Iterator for HintIter<'a> {
             }
             return None;
         }
-        let result = self.entry();
-        if result.is_err() {
-            self.rest = &[];
-            self.seen = self.declared;
+        let result = if self.version == 1 {
+            self.entry_v1()
+        } else {
+            self.entry()
+        };
+        match &result {
+            Ok(entry) => {
+                self.previous.follow(entry);
+                self.seen += 1;
+            }
+            Err(_) => {
+                self.rest = &[];
+                self.seen = self.declared;
+            }
         }
         Some(result)
     }
@@ -212,9 +274,55 @@ impl<'a> Iterator for HintIter<'a> {
 
 impl<'a> HintIter<'a> {
     fn entry(&mut self) -> Result<HintEntry<'a>, DecodeError> {
-        let Some((fixed, rest)) = self.rest.split_first_chunk::<ENTRY_FIXED_LEN>() else {
+        let bytes = self.rest;
+        let Some(&first) = bytes.first() else {
             return Err(DecodeError::Truncated {
-                needed: ENTRY_FIXED_LEN as u64,
+                needed: 1,
+                available: 0,
+            });
+        };
+        let kind = Kind::from_u8(first & !EXPIRES)?;
+        if kind == Kind::Batch {
+            return Err(DecodeError::NestedBatch);
+        }
+        let (gap, at) = varint::read(bytes, 1, 32)?;
+        let (len, at) = varint::read(bytes, at, 32)?;
+        let (step, at) = varint::read(bytes, at, 64)?;
+        let (expires_at, at) = if first & EXPIRES != 0 {
+            let (expires_at, at) = varint::read(bytes, at, 64)?;
+            if expires_at == 0 {
+                return Err(DecodeError::Length("an expiry flagged but absent"));
+            }
+            (expires_at, at)
+        } else {
+            (0, at)
+        };
+        let (key_len, at) = varint::read(bytes, at, 32)?;
+        let Some(key) = bytes.get(at..).and_then(|b| b.get(..key_len as usize)) else {
+            return Err(DecodeError::Truncated {
+                needed: (at as u64).saturating_add(key_len),
+                available: bytes.len() as u64,
+            });
+        };
+        let step = ((step >> 1) as i64) ^ -((step & 1) as i64);
+        let entry = HintEntry {
+            kind,
+            key,
+            offset: self.previous.end.wrapping_add(gap as u32),
+            len: len as u32,
+            version: self.previous.version.wrapping_add(step as u64),
+            expires_at,
+        };
+        check_len(&entry)?;
+        self.rest = bytes.get(at + key.len()..).unwrap_or_default();
+        Ok(entry)
+    }
+
+    /// An entry of a format-version-1 hint: 29 bytes at fixed offsets, then the key.
+    fn entry_v1(&mut self) -> Result<HintEntry<'a>, DecodeError> {
+        let Some((fixed, rest)) = self.rest.split_first_chunk::<V1_ENTRY_FIXED_LEN>() else {
+            return Err(DecodeError::Truncated {
+                needed: V1_ENTRY_FIXED_LEN as u64,
                 available: self.rest.len() as u64,
             });
         };
@@ -268,13 +376,18 @@ impl<'a> HintIter<'a> {
             version: u64::from_le_bytes([v0, v1, v2, v3, v4, v5, v6, v7]),
             expires_at: u64::from_le_bytes([e0, e1, e2, e3, e4, e5, e6, e7]),
         };
-        if u64::from(entry.len) < crate::record::MIN_HEADER_LEN as u64 + key_len as u64 {
-            return Err(DecodeError::Length("hint entry shorter than its key"));
-        }
+        check_len(&entry)?;
         self.rest = rest;
-        self.seen += 1;
         Ok(entry)
     }
+}
+
+/// A record is at least a header and its key.
+fn check_len(entry: &HintEntry<'_>) -> Result<(), DecodeError> {
+    if u64::from(entry.len) < crate::record::MIN_HEADER_LEN as u64 + entry.key.len() as u64 {
+        return Err(DecodeError::Length("hint entry shorter than its key"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -362,6 +475,183 @@ mod tests {
                     let _ = entry;
                 }
             }
+        }
+    }
+
+    /// The bytes of a hint of format version 1 holding `entries`.
+    fn version_1(entries: &[HintEntry<'_>]) -> Vec<u8> {
+        let mut out = HINT_MAGIC.to_vec();
+        out.extend_from_slice(&1u32.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        for e in entries {
+            out.push(e.kind as u8);
+            out.extend_from_slice(&(e.key.len() as u32).to_le_bytes());
+            out.extend_from_slice(&e.offset.to_le_bytes());
+            out.extend_from_slice(&e.len.to_le_bytes());
+            out.extend_from_slice(&e.version.to_le_bytes());
+            out.extend_from_slice(&e.expires_at.to_le_bytes());
+            out.extend_from_slice(e.key);
+        }
+        out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    fn build(entries: &[HintEntry<'_>]) -> Vec<u8> {
+        let mut b = HintBuilder::new();
+        for e in entries {
+            b.push(e);
+        }
+        b.finish()
+    }
+
+    fn entry(
+        kind: Kind,
+        key: &[u8],
+        offset: u32,
+        len: u32,
+        version: u64,
+        expires_at: u64,
+    ) -> HintEntry<'_> {
+        HintEntry {
+            kind,
+            key,
+            offset,
+            len,
+            version,
+            expires_at,
+        }
+    }
+
+    #[test]
+    fn an_entry_is_written_against_the_one_before() {
+        let key = [b'k'; 20];
+        // Records one after the other, versions one apart: 5 bytes and the key.
+        let mut b = HintBuilder::new();
+        b.push(&entry(Kind::Put, &key, 16, 100, 7, 0));
+        let one = b.byte_len();
+        b.push(&entry(Kind::Put, &key, 116, 100, 8, 0));
+        assert_eq!(b.byte_len() - one, 25);
+        // A record of 128 bytes takes a two-byte length; an expiry takes its varint.
+        b.push(&entry(Kind::Put, &key, 216, 128, 9, 0));
+        assert_eq!(b.byte_len() - one - 25, 26);
+        let at = b.byte_len();
+        b.push(&entry(Kind::Delete, &key, 344, 36, 10, 1_700_000_000_000));
+        assert_eq!(b.byte_len() - at, 25 + 6);
+        assert_eq!(b.bytes[at], Kind::Delete as u8 | EXPIRES);
+    }
+
+    #[test]
+    fn entries_in_any_order_round_trip() {
+        // Offsets going back, versions going down, the extremes of every field.
+        let entries = [
+            entry(Kind::Put, b"a", u32::MAX - 20, 20, u64::MAX, 0),
+            entry(Kind::Merge, b"", 16, u32::MAX, 0, u64::MAX),
+            entry(Kind::Delete, b"b", 0, 17, 1 << 63, 1),
+            entry(Kind::Put, b"c", 5_000, 17, 3, 0),
+        ];
+        let bytes = build(&entries);
+        let back: Vec<_> = decode(&bytes).unwrap().collect::<Result<_, _>>().unwrap();
+        assert_eq!(back, entries);
+    }
+
+    #[test]
+    fn version_1_hints_are_read() {
+        let entries = [
+            entry(Kind::Put, b"alpha", 16, 40, 3, 0),
+            entry(Kind::Delete, b"beta", 88, 36, 4, 9),
+        ];
+        let bytes = version_1(&entries);
+        let back: Vec<_> = decode(&bytes).unwrap().collect::<Result<_, _>>().unwrap();
+        assert_eq!(back, entries);
+        // Newer than this build: refused by name.
+        let mut newer = bytes.clone();
+        newer[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let crc = crc32c::crc32c(&newer[..newer.len() - 4]);
+        let at = newer.len() - 4;
+        newer[at..].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(decode(&newer).unwrap_err(), DecodeError::Version(3));
+    }
+
+    #[test]
+    fn entries_have_one_encoding() {
+        /// A hint whose only entry is `body`.
+        fn with(body: &[u8]) -> Result<Vec<HintEntry<'static>>, DecodeError> {
+            let mut out = HINT_MAGIC.to_vec();
+            out.extend_from_slice(&HINT_VERSION.to_le_bytes());
+            out.extend_from_slice(&[0; 4]);
+            out.extend_from_slice(body);
+            out.extend_from_slice(&1u64.to_le_bytes());
+            let crc = crc32c::crc32c(&out);
+            out.extend_from_slice(&crc.to_le_bytes());
+            let bytes: &'static [u8] = Vec::leak(out);
+            decode(bytes)?.collect()
+        }
+        // kind, gap 16, len 17, step 1 (zigzag 2), key length 1, key.
+        assert_eq!(with(&[1, 16, 17, 2, 1, b'k']).unwrap().len(), 1);
+        // The length 17 in two bytes.
+        assert!(matches!(
+            with(&[1, 16, 0x91, 0, 2, 1, b'k']),
+            Err(DecodeError::Length(_))
+        ));
+        // An expiry flagged but zero.
+        assert!(matches!(
+            with(&[0x81, 16, 17, 2, 0, 1, b'k']),
+            Err(DecodeError::Length(_))
+        ));
+        // A kind byte with other bits set; a batch.
+        assert!(with(&[0x41, 16, 17, 2, 1, b'k']).is_err());
+        assert_eq!(
+            with(&[4, 16, 17, 2, 1, b'k']).unwrap_err(),
+            DecodeError::NestedBatch
+        );
+        // A record shorter than a header and its key; a key past the entries.
+        assert!(matches!(
+            with(&[1, 16, 15, 2, 1, b'k']),
+            Err(DecodeError::Length(_))
+        ));
+        assert!(matches!(
+            with(&[1, 16, 17, 2, 2, b'k']),
+            Err(DecodeError::Truncated { .. })
+        ));
+    }
+
+    fn any_entry() -> impl proptest::strategy::Strategy<Value = (u8, Vec<u8>, u32, u32, u64, u64)> {
+        use proptest::prelude::*;
+        (
+            1u8..=3,
+            proptest::collection::vec(any::<u8>(), 0..40),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u64>(),
+            prop_oneof![Just(0u64), any::<u64>()],
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_entries_round_trip(raw in proptest::collection::vec(any_entry(), 0..20)) {
+            let entries: Vec<HintEntry<'_>> = raw
+                .iter()
+                .map(|(kind, key, offset, len, version, expires_at)| HintEntry {
+                    kind: Kind::from_u8(*kind).unwrap(),
+                    key,
+                    offset: *offset,
+                    // A record holds a header and its key.
+                    len: (*len).max(16 + key.len() as u32),
+                    version: *version,
+                    expires_at: *expires_at,
+                })
+                .collect();
+            let bytes = build(&entries);
+            let back: Vec<_> = decode(&bytes).unwrap().collect::<Result<_, _>>().unwrap();
+            proptest::prop_assert_eq!(&back, &entries);
+            let v1 = version_1(&entries);
+            let back: Vec<_> = decode(&v1).unwrap().collect::<Result<_, _>>().unwrap();
+            proptest::prop_assert_eq!(&back, &entries);
         }
     }
 

@@ -113,6 +113,7 @@ pub mod options;
 mod rebuild;
 pub mod record;
 pub mod segment;
+mod varint;
 pub mod vfs;
 
 pub use batch::{WriteBatch, WriteMeta, WriteOp};

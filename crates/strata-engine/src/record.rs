@@ -29,6 +29,8 @@
 
 use std::fmt;
 
+use crate::varint;
+
 /// Length of a wide header: a batch frame's, and every record's in a segment of
 /// format version 1.
 pub const WIDE_HEADER_LEN: usize = 32;
@@ -243,30 +245,11 @@ fn decode_compact(bytes: &[u8], crc: u32, kind: Kind, flags: u8) -> Result<Heade
     })
 }
 
-/// Reads the varint length at `at` (seven bits a byte, low first): at most five
-/// bytes, in the shortest form, within 32 bits. Returns it and where it ends.
+/// Reads a record's length at `at`: a varint of at most 32 bits. Returns it and
+/// where it ends.
 fn read_len(bytes: &[u8], at: usize) -> Result<(u32, usize), DecodeError> {
-    let mut value = 0u64;
-    for i in 0..5 {
-        let Some(&byte) = bytes.get(at + i) else {
-            return Err(truncated(at + i + 1, bytes));
-        };
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            if i > 0 && byte == 0 {
-                return Err(DecodeError::Length("a length not in its shortest form"));
-            }
-            let value =
-                u32::try_from(value).map_err(|_| DecodeError::Length("a length past 32 bits"))?;
-            return Ok((value, at + i + 1));
-        }
-    }
-    Err(DecodeError::Length("a length past 32 bits"))
-}
-
-/// Bytes a varint takes for `n`.
-fn varint_len(n: u64) -> u64 {
-    u64::from(64 - (n | 1).leading_zeros()).div_ceil(7)
+    let (n, end) = varint::read(bytes, at, 32)?;
+    Ok((n as u32, end))
 }
 
 fn u64_le(bytes: &[u8]) -> u64 {
@@ -360,8 +343,8 @@ pub fn encode_into(
         header[COMPACT_FIXED_LEN..COMPACT_FIXED_LEN + 8].copy_from_slice(&expires_at.to_le_bytes());
         at += 8;
     }
-    at = put_len(&mut header, at, len_u32(key.len()));
-    at = put_len(&mut header, at, len_u32(value.len()));
+    at = varint::write(&mut header, at, u64::from(len_u32(key.len())));
+    at = varint::write(&mut header, at, u64::from(len_u32(value.len())));
     let header = header.get(..at).unwrap_or_default();
     out.reserve(header.len() + key.len() + value.len());
     out.extend_from_slice(header);
@@ -369,21 +352,6 @@ pub fn encode_into(
     out.extend_from_slice(value);
     seal(out, start);
     out.len() - start
-}
-
-/// Writes `n` as a varint at `at` in `header`; returns where it ends.
-fn put_len(header: &mut [u8; MAX_HEADER_LEN], mut at: usize, mut n: u32) -> usize {
-    while n >= 0x80 {
-        if let Some(slot) = header.get_mut(at) {
-            *slot = n as u8 | 0x80;
-        }
-        n >>= 7;
-        at += 1;
-    }
-    if let Some(slot) = header.get_mut(at) {
-        *slot = n as u8;
-    }
-    at + 1
 }
 
 /// Writes the checksum of the record that starts at `start` and runs to the end of `out`.
@@ -430,8 +398,8 @@ pub fn encoded_len(key: &[u8], value: &[u8], expires_at: u64) -> u64 {
     let expiry = if expires_at != 0 { 8 } else { 0 };
     COMPACT_FIXED_LEN as u64
         + expiry
-        + varint_len(key_len)
-        + varint_len(value_len)
+        + varint::len(key_len) as u64
+        + varint::len(value_len) as u64
         + key_len
         + value_len
 }
@@ -541,8 +509,8 @@ mod tests {
         assert_eq!(rec.key, &key[..]);
         for n in [0u64, 1, 127, 128, 16_383, 16_384, u64::from(u32::MAX)] {
             let mut header = [0u8; MAX_HEADER_LEN];
-            let end = put_len(&mut header, 0, n as u32);
-            assert_eq!(end as u64, varint_len(n));
+            let end = varint::write(&mut header, 0, n);
+            assert_eq!(end, varint::len(n));
             assert_eq!(read_len(&header, 0), Ok((n as u32, end)));
         }
     }

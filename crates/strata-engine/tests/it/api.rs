@@ -272,7 +272,7 @@ fn hints_and_scans_rebuild_the_same_keydir() {
 #[test]
 fn a_hint_larger_than_its_write_buffer_reopens_the_store() {
     // Hints are built by reading a sealed segment back and written out a
-    // megabyte at a time; one segment of 60,000 small records needs several.
+    // megabyte at a time; one segment of 150,000 small records needs several.
     let dir = tempfile::tempdir().unwrap();
     let options = || disk_options().with_segment_size(64 << 20);
     let engine = Engine::open(dir.path(), options()).unwrap();
@@ -283,7 +283,7 @@ fn a_hint_larger_than_its_write_buffer_reopens_the_store() {
         }
         batch
     };
-    for from in (0..60_000u64).step_by(100) {
+    for from in (0..150_000u64).step_by(100) {
         engine.write(&batch_of(from)).unwrap();
     }
     engine.close().unwrap();
@@ -296,10 +296,10 @@ fn a_hint_larger_than_its_write_buffer_reopens_the_store() {
     assert!(bytes.len() > 2 << 20);
     // Intact (a damaged hint would be ignored, its segment scanned instead).
     let entries = strata_engine::hint::decode(&bytes).unwrap();
-    assert_eq!(entries.map(Result::unwrap).count(), 60_000);
+    assert_eq!(entries.map(Result::unwrap).count(), 150_000);
     let engine = Engine::open(dir.path(), options()).unwrap();
-    assert_eq!(engine.stats().live_keys, 60_000);
-    for i in (0..60_000u64).step_by(997) {
+    assert_eq!(engine.stats().live_keys, 150_000);
+    for i in (0..150_000u64).step_by(997) {
         assert_eq!(engine.get(&key(i)).unwrap(), Some(value(i, 2)));
     }
 }

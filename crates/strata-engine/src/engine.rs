@@ -369,6 +369,26 @@ impl Engine {
     where
         F: Fn(&[u8], &[u8], Option<u64>, &Slot) -> Result<()> + Sync,
     {
+        self.scan_live(threads, None, f)
+    }
+
+    /// [`Engine::for_each_live`], telling `ahead` each key read from a segment two
+    /// keys before `f` is called with it (the records in between are copied
+    /// aside): time for a loader to start fetching what inserting the key will
+    /// read, as its cache misses are what a load waits for. Keys whose value is
+    /// built from merge operands after the scan are not named ahead.
+    pub fn for_each_live_ahead<A, F>(&self, threads: usize, ahead: A, f: F) -> Result<()>
+    where
+        A: Fn(&[u8]) + Sync,
+        F: Fn(&[u8], &[u8], Option<u64>, &Slot) -> Result<()> + Sync,
+    {
+        self.scan_live(threads, Some(&ahead), f)
+    }
+
+    fn scan_live<F>(&self, threads: usize, ahead: Option<&AheadFn<'_>>, f: F) -> Result<()>
+    where
+        F: Fn(&[u8], &[u8], Option<u64>, &Slot) -> Result<()> + Sync,
+    {
         let inner = &*self.inner;
         // Buffered records are scanned too.
         inner.log.flush()?;
@@ -396,6 +416,7 @@ impl Engine {
         let first_error = Mutex::new(None);
         let work = || {
             let mut later = Vec::new();
+            let mut waiting = Waiting::default();
             loop {
                 let Some((id, mut wanted)) = queue.lock().pop() else {
                     break;
@@ -418,13 +439,19 @@ impl Engine {
                         later.push(record.key.to_vec());
                         return Ok(());
                     }
-                    f(
-                        record.key,
-                        record.value,
-                        (expires_at != 0).then_some(expires_at),
-                        &Slot::Value(location),
-                    )
+                    let expires_at = (expires_at != 0).then_some(expires_at);
+                    let Some(ahead) = ahead else {
+                        return f(record.key, record.value, expires_at, &Slot::Value(location));
+                    };
+                    ahead(record.key);
+                    waiting.push(record.key, record.value, expires_at, location);
+                    if waiting.len() > LIVE_AHEAD {
+                        waiting.pass_oldest(&f)?;
+                    }
+                    Ok(())
                 });
+                let result = result.and_then(|()| waiting.pass_all(&f));
+                waiting.clear();
                 if let Err(e) = result {
                     first_error.lock().get_or_insert(e);
                     break;
@@ -908,6 +935,79 @@ impl Iterator for Iter<'_> {
                 Ok(None) => continue,
                 Err(e) => return Some(Err(e)),
             }
+        }
+    }
+}
+
+/// How many keys ahead of a loader's inserts [`Engine::for_each_live_ahead`] names
+/// them: two, as the server's pipeline look-ahead fetches a key's slot two
+/// requests before its lookup.
+const LIVE_AHEAD: usize = 2;
+
+/// What [`Engine::for_each_live_ahead`] tells of each key ahead of its turn.
+type AheadFn<'a> = dyn Fn(&[u8]) + Sync + 'a;
+
+/// The records of one segment scan read and not yet passed on, copied out of the
+/// scan's buffer into buffers kept from one record to the next.
+#[derive(Default)]
+struct Waiting {
+    records: std::collections::VecDeque<WaitingRecord>,
+    spare: Vec<WaitingRecord>,
+}
+
+#[derive(Default)]
+struct WaitingRecord {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    expires_at: Option<u64>,
+    location: Option<Location>,
+}
+
+impl Waiting {
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    fn push(&mut self, key: &[u8], value: &[u8], expires_at: Option<u64>, location: Location) {
+        let mut r = self.spare.pop().unwrap_or_default();
+        r.key.clear();
+        r.key.extend_from_slice(key);
+        r.value.clear();
+        r.value.extend_from_slice(value);
+        r.expires_at = expires_at;
+        r.location = Some(location);
+        self.records.push_back(r);
+    }
+
+    fn pass_oldest<F>(&mut self, f: &F) -> Result<()>
+    where
+        F: Fn(&[u8], &[u8], Option<u64>, &Slot) -> Result<()>,
+    {
+        let Some(r) = self.records.pop_front() else {
+            return Ok(());
+        };
+        let result = match r.location {
+            Some(location) => f(&r.key, &r.value, r.expires_at, &Slot::Value(location)),
+            None => Ok(()),
+        };
+        self.spare.push(r);
+        result
+    }
+
+    fn pass_all<F>(&mut self, f: &F) -> Result<()>
+    where
+        F: Fn(&[u8], &[u8], Option<u64>, &Slot) -> Result<()>,
+    {
+        while !self.records.is_empty() {
+            self.pass_oldest(f)?;
+        }
+        Ok(())
+    }
+
+    /// Drops what a failed scan left waiting.
+    fn clear(&mut self) {
+        while let Some(r) = self.records.pop_front() {
+            self.spare.push(r);
         }
     }
 }

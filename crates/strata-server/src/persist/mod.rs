@@ -559,7 +559,17 @@ impl Persistence {
             }
         };
         check_memory();
-        let scanned = engine.for_each_live(threads, |key, value, expiry, slot| {
+        // Two keys ahead of its insert, each key's shard lock and home slot start
+        // loading (the inserts' cache misses are most of a load's time).
+        let ahead = |key: &[u8]| {
+            let Some((ns, user_key)) = key.split_first_chunk::<4>() else {
+                return;
+            };
+            if let Some(db) = map.db_of(u32::from_be_bytes(*ns)) {
+                ks.prefetch(db, ks.hash(user_key));
+            }
+        };
+        let scanned = engine.for_each_live_ahead(threads, ahead, |key, value, expiry, slot| {
             let Some((ns, user_key)) = key.split_first_chunk::<4>() else {
                 return Ok(());
             };

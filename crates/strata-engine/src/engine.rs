@@ -376,7 +376,8 @@ impl Engine {
     /// keys before `f` is called with it (the records in between are copied
     /// aside): time for a loader to start fetching what inserting the key will
     /// read, as its cache misses are what a load waits for. Keys whose value is
-    /// built from merge operands after the scan are not named ahead.
+    /// over 4 KiB (passed on at once) or built from merge operands after the scan
+    /// are not named ahead.
     pub fn for_each_live_ahead<A, F>(&self, threads: usize, ahead: A, f: F) -> Result<()>
     where
         A: Fn(&[u8]) + Sync,
@@ -440,7 +441,10 @@ impl Engine {
                         return Ok(());
                     }
                     let expires_at = (expires_at != 0).then_some(expires_at);
-                    let Some(ahead) = ahead else {
+                    // A big value is passed on at once: copying it would cost more
+                    // than the cache misses saved, and keep its size in a buffer.
+                    let Some(ahead) = ahead.filter(|_| record.value.len() <= MAX_WAITING_VALUE)
+                    else {
                         return f(record.key, record.value, expires_at, &Slot::Value(location));
                     };
                     ahead(record.key);
@@ -944,6 +948,11 @@ impl Iterator for Iter<'_> {
 /// requests before its lookup.
 const LIVE_AHEAD: usize = 2;
 
+/// The largest value [`Engine::for_each_live_ahead`] copies aside; a bigger one is
+/// passed on as soon as it is read, without being named ahead (keys are passed on
+/// in no particular order).
+const MAX_WAITING_VALUE: usize = 4096;
+
 /// What [`Engine::for_each_live_ahead`] tells of each key ahead of its turn.
 type AheadFn<'a> = dyn Fn(&[u8]) + Sync + 'a;
 
@@ -955,12 +964,11 @@ struct Waiting {
     spare: Vec<WaitingRecord>,
 }
 
-#[derive(Default)]
 struct WaitingRecord {
     key: Vec<u8>,
     value: Vec<u8>,
     expires_at: Option<u64>,
-    location: Option<Location>,
+    location: Location,
 }
 
 impl Waiting {
@@ -969,13 +977,18 @@ impl Waiting {
     }
 
     fn push(&mut self, key: &[u8], value: &[u8], expires_at: Option<u64>, location: Location) {
-        let mut r = self.spare.pop().unwrap_or_default();
+        let mut r = self.spare.pop().unwrap_or_else(|| WaitingRecord {
+            key: Vec::new(),
+            value: Vec::new(),
+            expires_at,
+            location,
+        });
         r.key.clear();
         r.key.extend_from_slice(key);
         r.value.clear();
         r.value.extend_from_slice(value);
         r.expires_at = expires_at;
-        r.location = Some(location);
+        r.location = location;
         self.records.push_back(r);
     }
 
@@ -986,10 +999,7 @@ impl Waiting {
         let Some(r) = self.records.pop_front() else {
             return Ok(());
         };
-        let result = match r.location {
-            Some(location) => f(&r.key, &r.value, r.expires_at, &Slot::Value(location)),
-            None => Ok(()),
-        };
+        let result = f(&r.key, &r.value, r.expires_at, &Slot::Value(r.location));
         self.spare.push(r);
         result
     }

@@ -349,7 +349,8 @@ pub struct Config {
     pub io_threads_auto: bool,
     /// `io-spin-us` (strata only): how long, in microseconds, the I/O thread goes on
     /// polling its connections once it has run everything, before it sleeps; 30.
-    /// Only with one I/O thread (see `turn`); 0 sleeps at once.
+    /// Only with one I/O thread, and not while other threads keep taking its CPU
+    /// (see `turn`); 0 sleeps at once.
     pub io_spin_us: u32,
     /// `sched-policy` (strata only): `batch` — the threads' wake-ups do not
     /// preempt the thread running on their CPU, so fewer context switches where the

@@ -48,7 +48,6 @@ use std::pin::Pin;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rustix::event::{Timespec, epoll};
@@ -169,10 +168,12 @@ impl Turn {
         if us == 0 {
             return true;
         }
+        // One reading of the clock judges the crowding and starts the spin's time.
+        let started = crate::clock::monotonic_ns();
         if self
             .crowding
             .lock()
-            .leave_out(crate::clock::monotonic_ns(), involuntary_switches)
+            .leave_out(started, involuntary_switches)
         {
             return true;
         }
@@ -180,7 +181,7 @@ impl Turn {
         let runtime = tokio::runtime::Handle::try_current()
             .ok()
             .map(|h| h.metrics());
-        let deadline = Instant::now() + Duration::from_micros(u64::from(us));
+        let deadline = started + u64::from(us) * 1_000;
         let mut event = [MaybeUninit::<epoll::Event>::uninit(); 1];
         let now = Timespec {
             tv_sec: 0,
@@ -196,7 +197,7 @@ impl Turn {
             if runtime.as_ref().is_some_and(|r| r.global_queue_depth() > 0) {
                 return false;
             }
-            if Instant::now() >= deadline {
+            if crate::clock::monotonic_ns() >= deadline {
                 return true;
             }
         }
@@ -280,6 +281,7 @@ impl Future for End<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
 
     #[tokio::test]
     async fn off_it_returns_at_once() {
